@@ -1,0 +1,267 @@
+"""Alpha-beta-gamma costs of collective algorithms, and nccl-tests bus bandwidth.
+
+Model (Hockney; Thakur, Rabenseifner & Gropp, "Optimization of Collective Communication
+Operations in MPICH", IJHPCA 19(1), 2005, and the comments in MPICH ``src/mpi/coll/*``):
+a message of m bytes costs ``alpha + m * beta`` seconds, and reducing m bytes costs
+``m * gamma``. Symbols: ``alpha`` seconds per message, ``beta`` seconds per byte,
+``gamma`` seconds per byte reduced, ``p`` ranks, ``n`` bytes of the whole vector on each
+rank (the buffer of all-reduce, reduce and broadcast; the output of all-gather; the input
+of reduce-scatter; the send buffer of all-to-all). ``lg p`` is ``ceil(log2 p)``, exact for
+powers of two; for other p the MPICH algorithms add a fold step that these formulas omit.
+Every cost is ``messages(p) * alpha + n * (beta_per_byte(p) * beta + gamma_per_byte(p) *
+gamma)``, so it is linear in alpha, beta, gamma and n, and zero for p = 1.
+
+Bus bandwidth follows nccl-tests ``doc/PERFORMANCE.md``: ``algbw = S / t`` and ``busbw =
+algbw * factor`` with factor 2(p-1)/p for all-reduce, (p-1)/p for reduce-scatter,
+all-gather and all-to-all (S = total size), 1 for broadcast and reduce.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import NamedTuple
+
+import numpy as np
+
+COLLECTIVES = ("allreduce", "reducescatter", "allgather", "broadcast", "reduce", "alltoall")
+_BUSBW = {
+    "allreduce": lambda p: 2 * (p - 1) / p,
+    "reducescatter": lambda p: (p - 1) / p,
+    "allgather": lambda p: (p - 1) / p,
+    "alltoall": lambda p: (p - 1) / p,
+    "broadcast": lambda p: 1.0,
+    "reduce": lambda p: 1.0,
+}
+
+
+def _out(x):
+    """A Python float for 0-d results, else the ndarray."""
+    x = np.asarray(x, dtype=np.float64)
+    return float(x) if x.ndim == 0 else x
+
+
+def _real(name: str, x, positive: bool = False) -> np.ndarray:
+    try:
+        arr = np.asarray(x, dtype=np.float64)
+    except (TypeError, ValueError):
+        raise ValueError(f"{name} must be a real number or array, got {x!r}") from None
+    bad = ~np.isfinite(arr) | ((arr <= 0) if positive else (arr < 0))
+    if np.any(bad):
+        rng = "> 0" if positive else ">= 0"
+        raise ValueError(f"{name} must be finite and {rng}, got {arr[bad].ravel()[0]!r}")
+    return arr
+
+
+def _ranks(p, name: str = "p") -> np.ndarray:
+    arr = _real(name, p)
+    if np.any(arr < 1) or np.any(arr != np.round(arr)):
+        raise ValueError(f"{name} must be an integer number of ranks >= 1, got {p!r}")
+    return arr
+
+
+def ceil_log2(p) -> np.ndarray | float:
+    """ceil(log2 p) for integer p >= 1 (vectorised, exact: the bit length of p - 1)."""
+    p = _ranks(p)
+    return _out(np.frexp(p - 1)[1])
+
+
+def busbw_factor(collective: str, nranks: int) -> float:
+    """nccl-tests bus-bandwidth factor (doc/PERFORMANCE.md) for ``nranks`` ranks."""
+    if collective not in _BUSBW:
+        raise ValueError(f"collective must be one of {COLLECTIVES}, got {collective!r}")
+    if isinstance(nranks, bool) or not isinstance(nranks, int | np.integer) or nranks < 1:
+        raise ValueError(f"nranks must be an integer >= 1, got {nranks!r}")
+    return float(_BUSBW[collective](int(nranks)))
+
+
+def algbw(nbytes, seconds):
+    """Algorithm bandwidth S / t in bytes/s (nccl-tests); vectorised over nbytes, seconds."""
+    return _out(_real("nbytes", nbytes) / _real("seconds", seconds, positive=True))
+
+
+def busbw(collective: str, nbytes, seconds, nranks: int):
+    """Bus bandwidth in bytes/s: algbw * busbw_factor (nccl-tests doc/PERFORMANCE.md)."""
+    factor = busbw_factor(collective, nranks)
+    return _out(np.asarray(algbw(nbytes, seconds)) * factor)
+
+
+@dataclass(frozen=True)
+class CostFormula:
+    """One row of the cost table: the formula as text, its source, and its coefficients."""
+
+    formula: str
+    source: str
+    messages: Callable  # p -> alpha coefficient (messages on the critical path)
+    beta_per_byte: Callable  # p -> beta coefficient per byte of n
+    gamma_per_byte: Callable  # p -> gamma coefficient per byte of n
+
+
+_THAKUR = "Thakur, Rabenseifner & Gropp, IJHPCA 2005"
+
+
+def _lg(p):
+    return np.frexp(p - 1)[1].astype(np.float64)
+
+
+def _frac(p):
+    return (p - 1) / p
+
+
+def _zero(p):
+    return 0.0 * p
+
+
+ALGORITHMS: dict[tuple[str, str], CostFormula] = {
+    ("allreduce", "ring"): CostFormula(
+        "2(p-1) a + 2((p-1)/p) n b + ((p-1)/p) n g",
+        f"{_THAKUR}; Patarasuk & Yuan, JPDC 2009; MPICH allreduce_intra_ring.c",
+        lambda p: 2 * (p - 1), lambda p: 2 * _frac(p), _frac,
+    ),
+    ("allreduce", "recursive_doubling"): CostFormula(
+        "lg p a + n lg p b + n lg p g",
+        f"{_THAKUR}; MPICH allreduce_intra_recursive_doubling.c",
+        _lg, _lg, _lg,
+    ),
+    ("allreduce", "rabenseifner"): CostFormula(
+        "2 lg p a + 2((p-1)/p) n b + ((p-1)/p) n g",
+        f"{_THAKUR}; MPICH allreduce_intra_reduce_scatter_allgather.c",
+        lambda p: 2 * _lg(p), lambda p: 2 * _frac(p), _frac,
+    ),
+    ("allreduce", "tree"): CostFormula(
+        "2 lg p a + 2 n lg p b + n lg p g  (binomial reduce, then binomial broadcast)",
+        f"{_THAKUR}: binomial reduce + binomial bcast rows added",
+        lambda p: 2 * _lg(p), lambda p: 2 * _lg(p), _lg,
+    ),
+    ("allreduce", "parameter_server"): CostFormula(
+        "2 a + 2(p-1) n b + (p-1) n g  (push: the server's link receives (p-1) n bytes and"
+        " it sums them; pull: it sends (p-1) n bytes; the pull waits for the sum, so the two"
+        " phases add; one alpha per phase assumes the server overlaps its p-1 messages)",
+        "this book: the bottleneck is the server's link (no source formula to cite)",
+        lambda p: 2.0 * (p > 1), lambda p: 2 * (p - 1), lambda p: p - 1,
+    ),
+    ("allgather", "ring"): CostFormula(
+        "(p-1) a + ((p-1)/p) n b",
+        f"{_THAKUR}; MPICH allgather_intra_ring.c",
+        lambda p: p - 1, _frac, _zero,
+    ),
+    ("allgather", "recursive_doubling"): CostFormula(
+        "lg p a + ((p-1)/p) n b",
+        f"{_THAKUR}; MPICH allgather_intra_recursive_doubling.c",
+        _lg, _frac, _zero,
+    ),
+    ("reducescatter", "ring"): CostFormula(
+        "(p-1) a + ((p-1)/p) n (b + g)",
+        f"{_THAKUR} (pairwise exchange); MPICH reduce_scatter_intra_pairwise.c",
+        lambda p: p - 1, _frac, _frac,
+    ),
+    ("reducescatter", "recursive_halving"): CostFormula(
+        "lg p a + ((p-1)/p) n (b + g)",
+        f"{_THAKUR}; MPICH reduce_scatter_intra_recursive_halving.c",
+        _lg, _frac, _frac,
+    ),
+    ("broadcast", "binomial"): CostFormula(
+        "lg p a + n lg p b",
+        f"{_THAKUR}; MPICH bcast_intra_binomial.c",
+        _lg, _lg, _zero,
+    ),
+    ("broadcast", "scatter_allgather"): CostFormula(
+        "(lg p + p - 1) a + 2((p-1)/p) n b",
+        f"{_THAKUR}; MPICH bcast_intra_scatter_ring_allgather.c",
+        lambda p: _lg(p) + p - 1, lambda p: 2 * _frac(p), _zero,
+    ),
+    ("reduce", "binomial"): CostFormula(
+        "lg p a + n lg p (b + g)",
+        f"{_THAKUR}; MPICH reduce_intra_binomial.c",
+        _lg, _lg, _lg,
+    ),
+    ("alltoall", "pairwise"): CostFormula(
+        "(p-1) a + ((p-1)/p) n b  (n = send buffer; Thakur's n = bytes sent = ((p-1)/p) n)",
+        f"{_THAKUR}; MPICH alltoall_intra_pairwise.c",
+        lambda p: p - 1, _frac, _zero,
+    ),
+}  # fmt: skip
+
+
+def _formula(collective: str, algorithm: str) -> CostFormula:
+    if (collective, algorithm) not in ALGORITHMS:
+        valid = ", ".join(f"{c}/{a}" for c, a in ALGORITHMS)
+        raise ValueError(
+            f"(collective, algorithm) must be one of {valid}; got {collective}/{algorithm}"
+        )
+    return ALGORITHMS[(collective, algorithm)]
+
+
+def _latency_and_per_byte(f: CostFormula, p, alpha, beta, gamma):
+    """(alpha term in seconds, seconds per byte of n) for formula f."""
+    p = _ranks(p)
+    alpha, beta, gamma = _real("alpha", alpha), _real("beta", beta), _real("gamma", gamma)
+    return f.messages(p) * alpha, f.beta_per_byte(p) * beta + f.gamma_per_byte(p) * gamma
+
+
+def collective_time(collective: str, algorithm: str, nbytes, p, alpha, beta, gamma=0.0):
+    """Seconds for ``algorithm`` of ``collective`` on p ranks with n = ``nbytes`` per rank.
+
+    Vectorised: nbytes, p, alpha, beta and gamma broadcast against each other; returns a
+    float for scalar inputs, else an ndarray. See ``ALGORITHMS`` for formulas and sources.
+    """
+    f = _formula(collective, algorithm)
+    n = _real("nbytes", nbytes)
+    latency, per_byte = _latency_and_per_byte(f, p, alpha, beta, gamma)
+    return _out(latency + n * per_byte)
+
+
+class AlphaBetaFit(NamedTuple):
+    alpha: float  # seconds per message
+    beta: float  # seconds per byte
+    rel_err: np.ndarray  # per point, (model - measured) / measured
+
+
+def _nnls2(a: np.ndarray, y: np.ndarray) -> np.ndarray:
+    """argmin ||a x - y||^2 over x >= 0 for a (m, 2): the unconstrained optimum if feasible,
+    else the best point on the faces x0 = 0 or x1 = 0 (the problem is convex)."""
+    candidates = [np.zeros(2)]
+    x, *_ = np.linalg.lstsq(a, y, rcond=None)
+    if np.all(x >= 0):
+        candidates.append(x)
+    for j in range(2):
+        col, x = a[:, j], np.zeros(2)
+        norm2 = col @ col
+        x[j] = max(0.0, (col @ y) / norm2) if norm2 > 0 else 0.0
+        candidates.append(x)
+    return min(candidates, key=lambda x: float(np.sum((a @ x - y) ** 2)))
+
+
+def fit_alpha_beta(nbytes, seconds, p, collective="allreduce", algorithm="ring", gamma=0.0):
+    """Fit alpha, beta >= 0 (gamma fixed) to measured times, minimising relative error.
+
+    Each measurement gives one row of the linear model t = c_a(p) alpha + c_b(p) n beta +
+    c_g(p) n gamma; rows are divided by the measured t, so small and large messages weigh
+    the same, and the two-variable non-negative least squares is solved in closed form.
+    ``nbytes`` and ``seconds`` are 1-D of equal length (at least 2); p broadcasts to them.
+    """
+    f = _formula(collective, algorithm)
+    n, t = _real("nbytes", nbytes), _real("seconds", seconds, positive=True)
+    if n.ndim != 1 or t.shape != n.shape or n.size < 2:
+        raise ValueError(
+            f"nbytes and seconds must be 1-D of equal length >= 2, got {n.shape} and {t.shape}"
+        )
+    p = np.broadcast_to(_ranks(p), n.shape)
+    c_gamma = f.gamma_per_byte(p) * n * _real("gamma", gamma)
+    a = np.stack([f.messages(p) / t, f.beta_per_byte(p) * n / t], axis=1)  # (m, 2)
+    alpha, beta = _nnls2(a, 1.0 - c_gamma / t)
+    model = collective_time(collective, algorithm, n, p, alpha, beta, gamma)
+    return AlphaBetaFit(float(alpha), float(beta), (model - t) / t)
+
+
+def crossover_bytes(collective: str, alg_a: str, alg_b: str, p, alpha, beta, gamma=0.0):
+    """Bytes per rank n > 0 at which ``alg_a`` and ``alg_b`` cost the same (nan if none).
+
+    Both costs are L + n B, so the crossover is n = (L_a - L_b) / (B_b - B_a).
+    """
+    fa, fb = _formula(collective, alg_a), _formula(collective, alg_b)
+    la, ba = _latency_and_per_byte(fa, p, alpha, beta, gamma)
+    lb, bb = _latency_and_per_byte(fb, p, alpha, beta, gamma)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        n = (la - lb) / (bb - ba)
+    return _out(np.where(np.isfinite(n) & (n > 0), n, np.nan))

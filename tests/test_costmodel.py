@@ -1,0 +1,217 @@
+"""Tests for scaleout.costmodel: closed forms at hand-checked points, busbw, fits, crossovers."""
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from scaleout import costmodel as cm
+
+A, B, G = 1e-6, 1e-9, 1e-10  # alpha s/message, beta s/byte, gamma s/byte
+N, P = 8e6, 8  # bytes per rank, ranks: lg p = 3, (p-1)/p = 7/8
+
+# Each value written out from the facts.md table with p = 8, n = 8e6 bytes.
+HAND = {
+    ("allreduce", "ring"): 14 * A + 14e6 * B + 7e6 * G,
+    ("allreduce", "recursive_doubling"): 3 * A + 24e6 * B + 24e6 * G,
+    ("allreduce", "rabenseifner"): 6 * A + 14e6 * B + 7e6 * G,
+    ("allreduce", "tree"): 6 * A + 48e6 * B + 24e6 * G,
+    ("allreduce", "parameter_server"): 2 * A + 112e6 * B + 56e6 * G,
+    ("allgather", "ring"): 7 * A + 7e6 * B,
+    ("allgather", "recursive_doubling"): 3 * A + 7e6 * B,
+    ("reducescatter", "ring"): 7 * A + 7e6 * (B + G),
+    ("reducescatter", "recursive_halving"): 3 * A + 7e6 * (B + G),
+    ("broadcast", "binomial"): 3 * A + 24e6 * B,
+    ("broadcast", "scatter_allgather"): 10 * A + 14e6 * B,
+    ("reduce", "binomial"): 3 * A + 24e6 * (B + G),
+    ("alltoall", "pairwise"): 7 * A + 7e6 * B,
+}
+
+
+def test_table_covers_every_algorithm():
+    assert set(HAND) == set(cm.ALGORITHMS)
+    for (collective, _), row in cm.ALGORITHMS.items():
+        assert collective in cm.COLLECTIVES
+        assert row.formula and row.source
+
+
+@pytest.mark.parametrize("key", sorted(HAND))
+def test_closed_forms_at_hand_checked_point(key):
+    t = cm.collective_time(*key, N, P, A, B, G)
+    assert isinstance(t, float)
+    assert t == pytest.approx(HAND[key], rel=1e-12)
+
+
+@pytest.mark.parametrize("key", sorted(HAND))
+def test_one_rank_costs_nothing(key):
+    assert cm.collective_time(*key, 1e9, 1, A, B, G) == 0.0
+
+
+def test_lg_is_ceil_log2_for_non_powers_of_two():
+    np.testing.assert_array_equal(cm.ceil_log2([1, 2, 3, 4, 5, 8, 9, 1024, 1025]),
+                                  [0, 1, 2, 2, 3, 3, 4, 10, 11])  # fmt: skip
+    # p = 5: lg p = 3, as for p = 8
+    t = cm.collective_time("allreduce", "recursive_doubling", 1e6, 5, A, B)
+    assert t == pytest.approx(3 * A + 3e6 * B)
+
+
+def test_vectorised_broadcasting():
+    n = np.array([0.0, 1e3, 1e6, 1e9])
+    p = np.array([[2], [8], [64]])
+    t = cm.collective_time("allreduce", "ring", n, p, A, B, G)
+    assert t.shape == (3, 4)
+    for i, pi in enumerate([2, 8, 64]):
+        for j, nj in enumerate(n):
+            expected = cm.collective_time("allreduce", "ring", float(nj), pi, A, B, G)
+            assert t[i, j] == pytest.approx(expected, rel=1e-12)
+    assert np.all(t[:, 0] == 2 * (p[:, 0] - 1) * A)  # zero bytes: latency only
+
+
+@given(p=st.integers(2, 4096), n=st.floats(0, 1e10))
+@settings(max_examples=80, deadline=None)
+def test_ring_meets_bandwidth_bound_and_rabenseifner_matches_it(p, n):
+    ring = cm.collective_time("allreduce", "ring", n, p, 0.0, B)
+    assert ring == pytest.approx(2 * (p - 1) / p * n * B, rel=1e-12, abs=1e-300)
+    if p & (p - 1) == 0:  # powers of two: same bandwidth term, fewer messages
+        rab = cm.collective_time("allreduce", "rabenseifner", n, p, A, B)
+        assert rab <= cm.collective_time("allreduce", "ring", n, p, A, B)
+
+
+# -------------------------------------------------------------------- bus bandwidth
+
+
+def test_busbw_factors_follow_nccl_tests():
+    assert cm.busbw_factor("allreduce", 8) == pytest.approx(2 * 7 / 8)
+    for name in ("reducescatter", "allgather", "alltoall"):
+        assert cm.busbw_factor(name, 8) == pytest.approx(7 / 8)
+    for name in ("broadcast", "reduce"):
+        assert cm.busbw_factor(name, 8) == 1.0
+    assert cm.busbw_factor("allreduce", 1) == 0.0
+
+
+def test_algbw_and_busbw():
+    assert cm.algbw(1e9, 0.5) == 2e9
+    assert cm.busbw("allreduce", 1e9, 1.0, 8) == pytest.approx(1.75e9)
+    np.testing.assert_allclose(cm.algbw([1e6, 2e6], [1e-3, 1e-3]), [1e9, 2e9])
+    # The ring all-reduce moves at the link rate: busbw = 1 / beta when alpha = 0.
+    t = cm.collective_time("allreduce", "ring", 1e9, 16, 0.0, B)
+    assert cm.busbw("allreduce", 1e9, t, 16) == pytest.approx(1 / B)
+
+
+# -------------------------------------------------------------------------- fitting
+
+
+@pytest.mark.parametrize(
+    "collective, algorithm, gamma",
+    [("allreduce", "ring", 0.0), ("allreduce", "tree", G), ("allgather", "recursive_doubling", 0)],
+)
+def test_fit_recovers_alpha_beta_from_noiseless_data(collective, algorithm, gamma):
+    n = np.logspace(2, 9, 15)
+    p = np.resize([4, 8, 16], n.shape)
+    t = cm.collective_time(collective, algorithm, n, p, 5e-6, 2e-10, gamma)
+    fit = cm.fit_alpha_beta(n, t, p, collective, algorithm, gamma=gamma)
+    assert fit.alpha == pytest.approx(5e-6, rel=1e-9)
+    assert fit.beta == pytest.approx(2e-10, rel=1e-9)
+    assert np.max(np.abs(fit.rel_err)) < 1e-9
+
+
+@pytest.mark.parametrize("seed", range(5))
+def test_fit_within_a_few_percent_under_5_percent_noise(seed):
+    rng = np.random.default_rng(seed)
+    n = np.logspace(2, 9, 60)
+    t = cm.collective_time("allreduce", "ring", n, 16, 5e-6, 2e-10)
+    noisy = t * (1 + 0.05 * rng.standard_normal(n.shape))
+    fit = cm.fit_alpha_beta(n, noisy, 16)
+    assert fit.alpha == pytest.approx(5e-6, rel=0.05)
+    assert fit.beta == pytest.approx(2e-10, rel=0.05)
+    model = cm.collective_time("allreduce", "ring", n, 16, fit.alpha, fit.beta)
+    np.testing.assert_allclose(fit.rel_err, (model - noisy) / noisy, rtol=1e-12)
+
+
+def test_fit_is_non_negative_at_the_boundaries():
+    n = np.array([1e3, 1e4, 1e5, 1e6])
+    falling = cm.fit_alpha_beta(n, np.array([4e-3, 3e-3, 2e-3, 1e-3]), 8)  # slope < 0
+    assert falling.beta == 0.0 and falling.alpha > 0
+    negative_intercept = cm.fit_alpha_beta(n, n * 1e-9 - 5e-7, 8)  # intercept < 0
+    assert negative_intercept.alpha == 0.0 and negative_intercept.beta > 0
+
+
+@given(seed=st.integers(0, 10_000), m=st.integers(2, 12))
+@settings(max_examples=80, deadline=None)
+def test_two_variable_nnls_satisfies_kkt(seed, m):
+    rng = np.random.default_rng(seed)
+    a = rng.uniform(0, 1, (m, 2))
+    y = rng.normal(size=m)
+    x = cm._nnls2(a, y)
+    grad = a.T @ (a @ x - y)
+    scale = 1e-9 * (1 + np.abs(a.T @ y).max())
+    assert np.all(x >= 0)
+    assert np.all(np.where(x > 0, np.abs(grad) <= scale, grad >= -scale))
+
+
+# ------------------------------------------------------------------------ crossover
+
+
+def test_crossover_makes_the_costs_equal():
+    n = cm.crossover_bytes("allreduce", "recursive_doubling", "ring", 8, A, B)
+    assert n == pytest.approx(11 * A / (1.25 * B))  # 3a + 3nb = 14a + 1.75nb
+    t_rd = cm.collective_time("allreduce", "recursive_doubling", n, 8, A, B)
+    assert t_rd == pytest.approx(cm.collective_time("allreduce", "ring", n, 8, A, B))
+    assert cm.crossover_bytes("allreduce", "ring", "recursive_doubling", 8, A, B) == n
+
+
+@given(p=st.integers(3, 1024), gamma=st.sampled_from([0.0, G]))
+@settings(max_examples=60, deadline=None)
+def test_crossover_property(p, gamma):
+    n = cm.crossover_bytes("allreduce", "recursive_doubling", "rabenseifner", p, A, B, gamma)
+    assert n > 0  # fewer messages vs fewer bytes: they always cross for p >= 3
+    t_rd = cm.collective_time("allreduce", "recursive_doubling", n, p, A, B, gamma)
+    t_rab = cm.collective_time("allreduce", "rabenseifner", n, p, A, B, gamma)
+    assert t_rd == pytest.approx(t_rab, rel=1e-9)
+
+
+def test_crossover_nan_when_the_costs_never_cross():
+    # Same bandwidth term, ring has more messages: recursive doubling always wins.
+    assert np.isnan(cm.crossover_bytes("allgather", "ring", "recursive_doubling", 8, A, B))
+    assert np.isnan(cm.crossover_bytes("allreduce", "ring", "rabenseifner", 1, A, B))
+    out = cm.crossover_bytes("allreduce", "recursive_doubling", "ring", np.array([1, 2, 8]), A, B)
+    assert np.isnan(out[0]) and np.isnan(out[1]) and out[2] > 0  # p = 2: identical costs
+
+
+# ----------------------------------------------------------------------- bad inputs
+
+
+@pytest.mark.parametrize(
+    "kwargs, message",
+    [
+        ({"collective": "allreduce", "algorithm": "butterfly"}, r"allreduce/ring"),
+        ({"collective": "scan", "algorithm": "ring"}, r"must be one of"),
+        ({"nbytes": -1.0}, r"nbytes must be finite and >= 0"),
+        ({"p": 0}, r"p must be an integer number of ranks >= 1"),
+        ({"p": 2.5}, r"p must be an integer number of ranks >= 1"),
+        ({"alpha": -1e-6}, r"alpha must be finite and >= 0"),
+        ({"beta": np.nan}, r"beta must be finite"),
+        ({"gamma": -1.0}, r"gamma must be finite and >= 0"),
+        ({"nbytes": "big"}, r"nbytes must be a real number"),
+    ],
+)
+def test_collective_time_rejects_bad_inputs(kwargs, message):
+    args = dict(collective="allreduce", algorithm="ring", nbytes=1e6, p=8, alpha=A, beta=B)
+    with pytest.raises(ValueError, match=message):
+        cm.collective_time(**{**args, **kwargs})
+
+
+def test_other_bad_inputs():
+    with pytest.raises(ValueError, match=r"collective must be one of .*allreduce"):
+        cm.busbw_factor("all-reduce", 8)
+    with pytest.raises(ValueError, match="nranks must be an integer >= 1"):
+        cm.busbw_factor("allreduce", 0)
+    with pytest.raises(ValueError, match="seconds must be finite and > 0"):
+        cm.algbw(1e6, 0.0)
+    with pytest.raises(ValueError, match="equal length >= 2"):
+        cm.fit_alpha_beta([1e3], [1e-3], 8)
+    with pytest.raises(ValueError, match="equal length >= 2"):
+        cm.fit_alpha_beta([1e3, 1e4], [1e-3, 2e-3, 3e-3], 8)
+    with pytest.raises(ValueError, match="seconds must be finite and > 0"):
+        cm.fit_alpha_beta([1e3, 1e4], [1e-3, 0.0], 8)
+    with pytest.raises(ValueError, match="allreduce/ring"):
+        cm.crossover_bytes("allreduce", "ring", "nope", 8, A, B)
