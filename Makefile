@@ -1,0 +1,68 @@
+# Scale Out: build the book and run every test. `make help` lists the targets.
+SHELL := /bin/bash
+PYTHON ?= $(shell command -v python3.11 || command -v python3)
+VENV := .venv
+BIN := $(VENV)/bin
+STAMP := $(VENV)/.installed
+NB ?= chapters/01_collectives.ipynb
+JB_FLAGS := --warningiserror --nitpick --keep-going
+NBVAL := --nbval --nbval-current-env --nbval-sanitize-with tests/nbval_sanitize.cfg
+
+.PHONY: help setup book book-clean clean page outputs lab lint test test-fast browser-deps bench
+
+help:
+	@echo "make book        build the whole book to _build/html (sets everything up on first use)"
+	@echo "make test        every test: lint, library, launcher, torchrun, nbval, clean build, browser"
+	@echo "make test-fast   library, launcher and torchrun tests only (no book build, no browser)"
+	@echo "make page NB=chapters/01_collectives.ipynb   execute and build one chapter on its own"
+	@echo "make outputs [NB=...]  re-execute chapter(s) in place to refresh committed outputs"
+	@echo "make lab         open the chapters in JupyterLab"
+	@echo "make bench       run the benchmarks in bench/ (prints tables)"
+
+$(STAMP): requirements.txt pyproject.toml
+	@test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
+	$(BIN)/python -m pip install --disable-pip-version-check -q -r requirements.txt
+	@touch $(STAMP)
+
+setup: $(STAMP)
+
+book: $(STAMP)
+	$(BIN)/jupyter-book build $(JB_FLAGS) .
+	@echo "The book is at $(CURDIR)/_build/html/index.html"
+
+# What CI builds: no cache, so the first build's warnings cannot hide.
+book-clean: clean book
+
+clean:
+	rm -rf _build chapters/_build
+
+page: $(STAMP)
+	$(BIN)/jupyter-book build $(JB_FLAGS) --config _config.yml $(NB)
+	@echo "The page is under $(CURDIR)/$(dir $(NB))_build/_page/"
+
+outputs: $(STAMP)
+	@for nb in $(if $(filter command line,$(origin NB)),$(NB),chapters/*.ipynb); do \
+	  echo "executing $$nb"; \
+	  $(BIN)/jupyter nbconvert --to notebook --execute --inplace \
+	    --ExecutePreprocessor.timeout=600 "$$nb" || exit 1; \
+	done
+
+lab: $(STAMP)
+	$(BIN)/jupyter lab chapters/
+
+lint: $(STAMP)
+	$(BIN)/ruff check lib tests bench
+	$(BIN)/ruff format --check lib tests bench
+
+browser-deps:
+	@bash tools/ensure-chromium
+
+test-fast: $(STAMP)
+	$(BIN)/python -m pytest -m "not browser" tests
+
+# The one test command (README, CI): lint, a clean warnings-as-errors build, then every test.
+test: $(STAMP) browser-deps lint book-clean
+	$(BIN)/python -m pytest $(NBVAL) tests chapters
+
+bench: $(STAMP)
+	@for b in bench/bench_*.py; do echo "== $$b"; $(BIN)/python "$$b" || exit 1; done

@@ -1,0 +1,182 @@
+"""How every figure of the book reaches the reader.
+
+Plotly's default renderer writes only plotly's own mime type, which a Jupyter Book 1 build
+drops, leaving an empty space. :class:`FigureOutput` instead offers two renderings of the
+same figure:
+
+* ``application/vnd.plotly.v1+json``: JupyterLab draws it natively (plotly's lab extension);
+* ``text/html``: a ``<div class="scaleout-figure">`` plus a small inline script that calls
+  ``Plotly.newPlot``. The book's HTML build keeps this one; plotly.js itself is served once
+  from the book's ``_static`` folder (see :mod:`scaleout.sphinxext`), never from a CDN and
+  never embedded in the figure.
+
+Both renderings are pure functions of the figure and its ``name``: the div id is the name,
+plotly's random uids are removed, so re-running a notebook gives byte-identical output and
+strict nbval holds.
+"""
+
+from __future__ import annotations
+
+import html
+import json
+import re
+from collections.abc import Mapping
+
+import plotly.graph_objects as go
+import plotly.io as pio
+
+PLOTLY_MIME = "application/vnd.plotly.v1+json"
+CONFIG = {"responsive": True, "displaylogo": False}
+_NAME = re.compile(r"^[a-z][a-z0-9-]{0,62}$")
+NO_PLOTLY = "This figure needs plotly.js, which this page did not load."
+
+
+def check_name(name: str) -> str:
+    """Figure names become HTML ids: lower-case letters, digits and '-', starting a letter."""
+    if not isinstance(name, str) or not _NAME.match(name):
+        raise ValueError(
+            f"name must match {_NAME.pattern} (lower-case, digits, '-'; it becomes the "
+            f"figure's stable HTML id), got {name!r}"
+        )
+    return name
+
+
+def figure_spec(fig: go.Figure) -> dict:
+    """The figure as plain JSON data (data, layout, frames), without plotly's random uids."""
+    if not isinstance(fig, go.Figure):
+        raise ValueError(f"fig must be a plotly.graph_objects.Figure, got {type(fig).__name__}")
+    spec = json.loads(pio.to_json(fig, validate=True, remove_uids=True, engine="json"))
+    if not spec.get("frames"):
+        spec.pop("frames", None)
+    return spec
+
+
+def _json_for_script(obj) -> str:
+    """JSON that is safe inside an HTML <script> element."""
+    text = json.dumps(obj, separators=(",", ":"), ensure_ascii=True)
+    return text.replace("</", "<\\/").replace("<!--", "<\\!--")
+
+
+def _div(div_id: str, spec: dict, hidden: bool = False) -> str:
+    height = spec.get("layout", {}).get("height") or 450
+    style = f"width:100%;height:{int(height)}px" + (";display:none" if hidden else "")
+    return f'<div class="scaleout-figure" id="{div_id}" style="{style}"></div>'
+
+
+# One function that draws a spec into a div; shared by single figures and choices.
+_DRAW_JS = (
+    "function(id,s){var el=document.getElementById(id);if(!el)return;"
+    "if(!window.Plotly){el.textContent=" + json.dumps(NO_PLOTLY) + ";return;}"
+    "window.Plotly.newPlot(el,s.data,s.layout||{},s.config).then(function(gd){"
+    "if(s.frames){return window.Plotly.addFrames(gd,s.frames);}})}"
+)
+
+
+def figure_html(spec: dict, div_id: str) -> str:
+    """HTML for one figure: a div and the inline script that draws it."""
+    spec = dict(spec, config=CONFIG)
+    return (
+        f"{_div(div_id, spec)}\n<script>(function(){{var draw={_DRAW_JS};"
+        f'draw("{div_id}",{_json_for_script(spec)});}})();</script>'
+    )
+
+
+class FigureOutput:
+    """A figure as notebook output: native in JupyterLab, static-safe in the built book.
+
+    Use :func:`show` in chapters; this class is public for composite outputs.
+    """
+
+    def __init__(self, fig: go.Figure, name: str):
+        self.name = check_name(name)
+        self.spec = figure_spec(fig)
+
+    def _repr_mimebundle_(self, include=None, exclude=None):
+        return {
+            PLOTLY_MIME: dict(self.spec, config=CONFIG),
+            "text/html": figure_html(self.spec, self.name),
+            "text/plain": f"<figure {self.name}>",
+        }
+
+
+def show(fig: go.Figure, name: str) -> None:
+    """Display ``fig`` under the stable id ``name`` (unique within its chapter)."""
+    from IPython.display import display
+
+    display(FigureOutput(fig, name))
+
+
+_CHOICE_CSS = (
+    ".scaleout-choice-bar{display:flex;flex-wrap:wrap;gap:.3em;align-items:center;"
+    "margin:.3em 0}.scaleout-choice-bar button{border:1px solid #888;border-radius:4px;"
+    "background:#fff;padding:.1em .7em;cursor:pointer;font:inherit}"
+    ".scaleout-choice-bar button[aria-checked=true]{background:#0072B2;color:#fff;"
+    "border-color:#0072B2}"
+)
+
+
+class ChoiceOutput:
+    """Several figures behind one row of buttons (e.g. one animation per rank count).
+
+    In the built book the buttons work with no kernel: each option's figure is stored in
+    the page and drawn the first time it is chosen. JupyterLab shows the default option
+    natively (its buttons would need the page's plotly.js, which JupyterLab does not have);
+    chapters pair a choice with a live explorer for that.
+    """
+
+    def __init__(self, figures: Mapping[str, go.Figure], name: str, label: str, default=None):
+        self.name = check_name(name)
+        if not isinstance(figures, Mapping) or not figures:
+            raise ValueError("figures must be a non-empty mapping of option label -> Figure")
+        self.labels = [str(k) for k in figures]
+        if len(set(self.labels)) != len(self.labels):
+            raise ValueError(f"option labels must be distinct, got {self.labels}")
+        self.specs = [figure_spec(f) for f in figures.values()]
+        default = self.labels[0] if default is None else str(default)
+        if default not in self.labels:
+            raise ValueError(f"default must be one of {self.labels}, got {default!r}")
+        self.default = self.labels.index(default)
+        self.label = str(label)
+
+    def _html(self) -> str:
+        n, d = self.name, self.default
+        buttons = "".join(
+            f'<button type="button" role="radio" aria-checked="{str(i == d).lower()}" '
+            f'data-index="{i}">{html.escape(lab)}</button>'
+            for i, lab in enumerate(self.labels)
+        )
+        divs = "\n".join(_div(f"{n}-{i}", s, hidden=i != d) for i, s in enumerate(self.specs))
+        specs = [dict(s, config=CONFIG) for s in self.specs]
+        script = (
+            f"(function(){{var draw={_DRAW_JS};var specs={_json_for_script(specs)};"
+            f'var root=document.getElementById("{n}");var drawn={{}};'
+            'function pick(i){root.querySelectorAll(".scaleout-choice-bar button")'
+            '.forEach(function(b){b.setAttribute("aria-checked",String(b.dataset.index==i));});'
+            f'for(var j=0;j<specs.length;j++){{var el=document.getElementById("{n}-"+j);'
+            'el.style.display=(j==i)?"":"none";}'
+            f'var id="{n}-"+i;if(!drawn[i]){{drawn[i]=true;draw(id,specs[i]);}}'
+            "else if(window.Plotly){window.Plotly.Plots.resize(document.getElementById(id));}}"
+            'root.querySelectorAll(".scaleout-choice-bar button").forEach(function(b){'
+            'b.addEventListener("click",function(){pick(Number(b.dataset.index));});});'
+            f"pick({d});}})();"
+        )
+        return (
+            f'<div class="scaleout-choice" id="{n}"><style>{_CHOICE_CSS}</style>'
+            f'<div class="scaleout-choice-bar" role="radiogroup" '
+            f'aria-label="{html.escape(self.label)}"><span>{html.escape(self.label)}:</span>'
+            f"{buttons}</div>\n{divs}\n<script>{script}</script></div>"
+        )
+
+    def _repr_mimebundle_(self, include=None, exclude=None):
+        return {
+            PLOTLY_MIME: dict(self.specs[self.default], config=CONFIG),
+            "text/html": self._html(),
+            "text/plain": f"<figure {self.name}: {self.label} in {self.labels}>",
+        }
+
+
+def show_choice(figures: Mapping[str, go.Figure], name: str, label: str, default=None) -> None:
+    """Display one figure per option with buttons to switch, working in the static book."""
+    from IPython.display import display
+
+    display(ChoiceOutput(figures, name, label, default))

@@ -1,0 +1,212 @@
+"""Browser tests of the built book, in headless Debian Chromium, offline.
+
+Every page in the table of contents is served from ``_build/html`` on 127.0.0.1 and loaded
+with every non-local host unresolvable. Each page must load with no JavaScript error and no
+request leaving localhost; every plotly figure must render; every choice button must draw
+its figure; moving a slider must change the plot. ``make test`` builds the book first.
+"""
+
+from __future__ import annotations
+
+import functools
+import http.server
+import json
+import threading
+import time
+from pathlib import Path
+from urllib.parse import urlparse
+
+import pytest
+import yaml
+
+ROOT = Path(__file__).resolve().parents[1]
+SITE = ROOT / "_build" / "html"
+CHROMIUM = "/usr/bin/chromium"
+CHROMEDRIVER = "/usr/bin/chromedriver"
+pytestmark = pytest.mark.browser
+
+
+def toc_pages() -> list[str]:
+    """Docnames of every page in _toc.yml, in reading order."""
+    toc = yaml.safe_load((ROOT / "_toc.yml").read_text())
+    pages = [toc["root"]]
+
+    def walk(entries):
+        for entry in entries or []:
+            if "file" in entry:
+                pages.append(str(Path(entry["file"]).with_suffix("")))
+            walk(entry.get("chapters"))
+            walk(entry.get("sections"))
+
+    walk(toc.get("parts"))
+    walk(toc.get("chapters"))
+    return pages
+
+
+@pytest.fixture(scope="module")
+def site_url():
+    if not (SITE / "index.html").is_file():
+        pytest.fail(f"no built book at {SITE}: run `make book` first")
+    handler = functools.partial(QuietHandler, directory=str(SITE))
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    yield f"http://127.0.0.1:{server.server_address[1]}"
+    server.shutdown()
+    server.server_close()
+
+
+class QuietHandler(http.server.SimpleHTTPRequestHandler):
+    def log_message(self, *args):
+        pass
+
+
+@pytest.fixture(scope="module")
+def driver(tmp_path_factory):
+    webdriver = pytest.importorskip("selenium.webdriver")
+    for path in (CHROMIUM, CHROMEDRIVER):
+        if not Path(path).exists():
+            pytest.fail(f"{path} is missing: run tools/ensure-chromium (apt-get chromium-driver)")
+    options = webdriver.ChromeOptions()
+    options.binary_location = CHROMIUM
+    for arg in (
+        "--headless=new",
+        "--no-sandbox",
+        "--disable-gpu",
+        "--disable-background-networking",
+        "--disable-component-update",
+        "--disable-sync",
+        "--disable-quic",
+        "--no-first-run",
+        "--window-size=1280,1000",
+        f"--user-data-dir={tmp_path_factory.mktemp('chromium-profile')}",
+        # Nothing but localhost resolves: a page that needs the network fails loudly.
+        "--host-resolver-rules=MAP * ~NOTFOUND , EXCLUDE localhost, EXCLUDE 127.0.0.1",
+    ):
+        options.add_argument(arg)
+    options.set_capability("goog:loggingPrefs", {"browser": "ALL", "performance": "ALL"})
+    service = webdriver.ChromeService(executable_path=CHROMEDRIVER)
+    drv = webdriver.Chrome(options=options, service=service)
+    drv.set_page_load_timeout(60)
+    yield drv
+    drv.quit()
+
+
+def wait_for(driver, script, timeout=30.0, what="condition"):
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        value = driver.execute_script(script)
+        if value:
+            return value
+        time.sleep(0.1)
+    raise AssertionError(f"timed out after {timeout:.0f} s waiting for {what}")
+
+
+VISIBLE_FIGURES_DRAWN = """
+const figs = [...document.querySelectorAll('.scaleout-figure')]
+  .filter(el => el.offsetParent !== null);
+return figs.every(el => el.querySelector('.main-svg')) ? figs.length + 1 : 0;
+"""
+
+
+def load(driver, url):
+    driver.get_log("performance")  # drop earlier entries
+    driver.get_log("browser")
+    driver.get(url)
+    wait_for(driver, "return document.readyState === 'complete'", what="page load")
+    wait_for(driver, VISIBLE_FIGURES_DRAWN, what="every visible figure to draw")
+
+
+def requests_made(driver) -> list[str]:
+    urls = []
+    for entry in driver.get_log("performance"):
+        message = json.loads(entry["message"])["message"]
+        if message["method"] == "Network.requestWillBeSent":
+            urls.append(message["params"]["request"]["url"])
+    return urls
+
+
+def js_errors(driver) -> list[str]:
+    return [e["message"] for e in driver.get_log("browser") if e["level"] == "SEVERE"]
+
+
+@pytest.mark.parametrize("page", toc_pages())
+def test_page_loads_offline_without_errors(driver, site_url, page):
+    load(driver, f"{site_url}/{page}.html")
+    errors = js_errors(driver)
+    assert not errors, f"JavaScript errors on {page}: {errors}"
+    for url in requests_made(driver):
+        parsed = urlparse(url)
+        internal = parsed.scheme in ("data", "blob", "about", "chrome")  # never the network
+        local = internal or parsed.hostname == "127.0.0.1"
+        assert local, f"{page} requested {url}: the book must not need the network"
+    body = driver.find_element("tag name", "body").text
+    assert "needs plotly.js" not in body, f"{page}: a figure found no plotly.js"
+    has_math = driver.execute_script("return document.querySelectorAll('.math').length")
+    if has_math:
+        wait_for(
+            driver,
+            "return document.querySelectorAll('mjx-container').length",
+            20,
+            f"MathJax to typeset the math on {page}",
+        )
+
+
+def figure_pages() -> list[str]:
+    pages = []
+    for page in toc_pages():
+        html = SITE / f"{page}.html"
+        if html.is_file() and 'class="scaleout-figure' in html.read_text():
+            pages.append(page)
+    return pages
+
+
+@pytest.mark.parametrize("page", figure_pages() or ["<no figures built>"])
+def test_every_figure_choice_and_slider_works(driver, site_url, page):
+    assert page != "<no figures built>", "no page of the built book holds a figure"
+    load(driver, f"{site_url}/{page}.html")
+    # Every option of every choice draws its own figure when picked.
+    choices = driver.find_elements("css selector", ".scaleout-choice")
+    for choice in choices:
+        buttons = choice.find_elements("css selector", ".scaleout-choice-bar button")
+        assert len(buttons) >= 2, "a choice with fewer than two options"
+        for button in buttons:
+            driver.execute_script("arguments[0].scrollIntoView({block: 'center'});", button)
+            button.click()
+            assert button.get_attribute("aria-checked") == "true"
+            index = button.get_attribute("data-index")
+            fig_id = f"{choice.get_attribute('id')}-{index}"
+            wait_for(
+                driver,
+                f"const el = document.getElementById('{fig_id}');"
+                "return el.offsetParent !== null && el.querySelector('.main-svg');",
+                what=f"figure {fig_id} to draw after its button was clicked",
+            )
+    # Every slider of every visible animated figure changes its plot when moved.
+    checked = 0
+    for fig in driver.find_elements("css selector", ".scaleout-figure"):
+        if not fig.is_displayed() or not fig.find_elements("css selector", ".slider-container"):
+            continue
+        fig_id = fig.get_attribute("id")
+        state = (
+            f"const gd = document.getElementById('{fig_id}');"
+            "return JSON.stringify([gd.layout.sliders[0].active, gd.data]);"
+        )
+        before = driver.execute_script(state)
+        rail = fig.find_element("css selector", ".slider-rail-touch-rect")
+        driver.execute_script("arguments[0].scrollIntoView({block: 'center'});", fig)
+        from selenium.webdriver import ActionChains
+
+        width = rail.size["width"]
+        ActionChains(driver).move_to_element_with_offset(rail, width // 2 - 3, 0).click().perform()
+        wait_for(
+            driver,
+            f"return JSON.stringify([document.getElementById('{fig_id}').layout.sliders[0].active,"
+            f"document.getElementById('{fig_id}').data]) !== {json.dumps(before)};",
+            10,
+            f"the slider of {fig_id} to change the plot",
+        )
+        checked += 1
+    assert not js_errors(driver), f"JavaScript errors on {page} after interaction"
+    if 'class="slider-container' in driver.page_source or checked:
+        assert checked > 0
