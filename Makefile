@@ -34,11 +34,17 @@ book: $(STAMP)
 book-clean: clean book
 
 clean:
-	rm -rf _build chapters/_build
+	rm -rf _build
 
+# Rebuild one chapter: execute it in place, then rebuild the HTML from committed outputs
+# (no other chapter runs).
 page: $(STAMP)
-	$(BIN)/jupyter-book build $(JB_FLAGS) --config _config.yml $(NB)
-	@echo "The page is under $(CURDIR)/$(dir $(NB))_build/_page/"
+	@test -f "$(NB)" || { echo "NB=$(NB) is not a notebook of this book" >&2; exit 2; }
+	$(MAKE) --no-print-directory outputs NB=$(NB)
+	@mkdir -p _build
+	sed 's/execute_notebooks: force/execute_notebooks: "off"/' _config.yml > _build/_config.page.yml
+	$(BIN)/jupyter-book build $(JB_FLAGS) --config _build/_config.page.yml .
+	@echo "The book is at $(CURDIR)/_build/html/index.html"
 
 outputs: $(STAMP)
 	@for nb in $(if $(filter command line,$(origin NB)),$(NB),chapters/*.ipynb); do \

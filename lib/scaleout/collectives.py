@@ -194,7 +194,7 @@ def rabenseifner_allreduce_schedule(p: int, n: int) -> list[Step]:
     reduced; doubling then runs the distances back up. (MPICH's
     ``allreduce_intra_reduce_scatter_allgather.c`` starts at distance 1, which leaves the
     blocks in bit-reversed order at the same cost.) Non-powers of two are folded first
-    (see :func:`_fold`); ``chunk`` is then -1 because blocks are not the p-way chunks.
+    (see ``_fold``); ``chunk`` is then -1 because blocks are not the p-way chunks.
     """
     p, n = _check_int("p", p, 1), _check_int("n", n, 1)
     bounds = chunk_bounds(n, p)

@@ -55,7 +55,7 @@ class LinkPreset:
 
     @property
     def gb_per_s_bidirectional(self) -> float:
-        """Both directions added, the way vendors quote NVLink: 2 * gb_per_s."""
+        """GB/s with both directions added (2 * gb_per_s), as vendors quote NVLink."""
         return 2.0 * self.gb_per_s
 
 

@@ -2,7 +2,7 @@
 
 Chapters call :func:`show` (or :func:`show_choice`) and never plotly's own renderers, so
 every figure renders in JupyterLab and in the static HTML book alike (see
-:mod:`scaleout.viz.render`). Topic modules (``viz.collectives`` ...) turn library data into
+``scaleout.viz.render``). Topic modules (``viz.collectives`` ...) turn library data into
 figures; they never compute a cost themselves.
 """
 
