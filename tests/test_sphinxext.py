@@ -1,0 +1,47 @@
+"""The Sphinx extension that serves the book's JavaScript from its own static files."""
+
+from __future__ import annotations
+
+from types import SimpleNamespace
+
+from scaleout import sphinxext
+
+
+def test_assets_come_from_installed_packages():
+    assert sphinxext.plotly_js_path().stat().st_size > 1_000_000
+    es5 = sphinxext.mathjax_es5_path()
+    assert (es5 / "tex-chtml.js").is_file()
+    assert any((es5 / "output" / "chtml" / "fonts" / "woff-v2").iterdir())
+
+
+def test_plotly_json_is_handled_silently_and_nothing_else():
+    plugin = sphinxext.PlotlyMimeRenderer
+    plotly = SimpleNamespace(mime_type="application/vnd.plotly.v1+json")
+    html = SimpleNamespace(mime_type="text/html")
+    assert plugin.handle_mime(None, plotly, False) == []
+    assert plugin.handle_mime(None, html, False) is None
+    assert ("*", "application/vnd.plotly.v1+json", None) in plugin.mime_priority_overrides
+
+
+class Script:
+    def __init__(self, filename, **attributes):
+        self.filename, self.attributes = filename, attributes
+
+
+def test_duplicate_inline_scripts_are_dropped_once():
+    body = {"body": "const THEBE_JS_URL = 1"}
+    scripts = [Script(None, **body), Script("a.js"), Script("", **body), Script("a.js", defer="1")]
+    context = {"script_files": scripts}
+    sphinxext._drop_duplicate_scripts(None, "page", "page.html", context, None)
+    kept = [(s.filename, s.attributes) for s in context["script_files"]]
+    assert kept == [(None, body), ("a.js", {}), ("a.js", {"defer": "1"})]
+
+
+def test_plotly_is_added_only_to_pages_with_figures():
+    added = []
+    app = SimpleNamespace(add_js_file=lambda name, **kw: added.append(name))
+    sphinxext._add_plotly_where_needed(app, "intro", "page.html", {"body": "<p>text</p>"}, None)
+    assert added == []
+    body = '<div class="scaleout-figure" id="x"></div>'
+    sphinxext._add_plotly_where_needed(app, "ch", "page.html", {"body": body}, None)
+    assert added == ["plotly.min.js"]
