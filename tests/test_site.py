@@ -11,6 +11,7 @@ from __future__ import annotations
 import functools
 import http.server
 import json
+import os
 import threading
 import time
 from pathlib import Path
@@ -20,7 +21,9 @@ import pytest
 import yaml
 
 ROOT = Path(__file__).resolve().parents[1]
-SITE = ROOT / "_build" / "html"
+# Overridable to test a build made elsewhere (e.g. one chapter built with its own toc).
+SITE = Path(os.environ.get("SCALEOUT_SITE", ROOT / "_build" / "html"))
+TOC = Path(os.environ.get("SCALEOUT_TOC", ROOT / "_toc.yml"))
 CHROMIUM = "/usr/bin/chromium"
 CHROMEDRIVER = "/usr/bin/chromedriver"
 pytestmark = pytest.mark.browser
@@ -28,7 +31,7 @@ pytestmark = pytest.mark.browser
 
 def toc_pages() -> list[str]:
     """Docnames of every page in _toc.yml, in reading order."""
-    toc = yaml.safe_load((ROOT / "_toc.yml").read_text())
+    toc = yaml.safe_load(TOC.read_text())
     pages = [toc["root"]]
 
     def walk(entries):
@@ -64,6 +67,7 @@ class QuietHandler(http.server.SimpleHTTPRequestHandler):
 @pytest.fixture(scope="module")
 def driver(tmp_path_factory):
     from selenium import webdriver  # never skipped: CI must fail without a browser
+
     for path in (CHROMIUM, CHROMEDRIVER):
         if not Path(path).exists():
             pytest.fail(f"{path} is missing: run tools/ensure-chromium (apt-get chromium-driver)")
