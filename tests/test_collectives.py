@@ -6,6 +6,7 @@ import numpy as np
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
+
 from scaleout import collectives as C
 
 SETTINGS = settings(max_examples=60, deadline=None)

@@ -4,6 +4,7 @@ import numpy as np
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
+
 from scaleout import costmodel as cm
 
 A, B, G = 1e-6, 1e-9, 1e-10  # alpha s/message, beta s/byte, gamma s/byte

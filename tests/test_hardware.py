@@ -4,6 +4,7 @@ import dataclasses
 
 import numpy as np
 import pytest
+
 from scaleout import hardware as hw
 
 # facts.md, "NVLink and NVSwitch": links per GPU, GB/s per link, GB/s per GPU (bidirectional)

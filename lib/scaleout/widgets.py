@@ -24,7 +24,6 @@ from collections.abc import Callable, Mapping
 
 import ipywidgets as W
 import plotly.graph_objects as go
-from IPython.display import clear_output, display
 
 from .viz.render import FigureOutput, check_name, figure_html, figure_spec
 
@@ -85,9 +84,11 @@ class Explorer:
         return fig
 
     def _draw(self) -> None:
-        with self.output:
-            clear_output(wait=True)
-            display(FigureOutput(self.figure, f"{self.name}-live"))
+        # Set the Output widget's content directly rather than `with self.output: display()`:
+        # no display or clear_output messages reach the cell's own output, so the cell's
+        # output is the same whether a frontend, nbclient or nbval runs it.
+        self.output.outputs = ()
+        self.output.append_display_data(FigureOutput(self.figure, f"{self.name}-live"))
 
     def _on_change(self, change) -> None:
         self.figure = self._build()

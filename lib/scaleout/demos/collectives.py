@@ -68,7 +68,8 @@ def ring_allreduce_p2p(tensor: torch.Tensor, rank: int, world_size: int) -> torc
     """Sum-all-reduce ``tensor`` in place over the default group with a hand-written ring.
 
     Only point-to-point ``isend``/``irecv`` to the right neighbour ``(rank + 1) % p`` and
-    from the left one. The flat tensor is cut into p chunks (:func:`chunk_bounds`).
+    from the left one. The flat tensor is cut into p chunks
+    (:func:`scaleout.collectives.chunk_bounds`).
     Reduce-scatter, p - 1 steps: at step s rank r sends chunk (r - s - 1) % p and adds the
     incoming chunk (r - s - 2) % p into its own; afterwards rank r holds the full sum of
     chunk r (torch's reduce_scatter convention). All-gather, p - 1 steps: at step s rank r
@@ -105,7 +106,8 @@ def ring_allreduce_p2p(tensor: torch.Tensor, rank: int, world_size: int) -> torc
 
 
 def check_ring_allreduce(rank: int, world_size: int, numel: int = 1001, seed: int = 0) -> float:
-    """Max |ring_allreduce_p2p - dist.all_reduce| on this rank's integer-valued input."""
+    """Largest absolute difference between ``ring_allreduce_p2p`` and ``dist.all_reduce``
+    on this rank's integer-valued input."""
     device = default_device()
     x = torch.from_numpy(rank_inputs(world_size, numel, seed)[rank]).to(device)
     ring, torch_sum = x.clone(), x.clone()
@@ -117,10 +119,11 @@ def check_ring_allreduce(rank: int, world_size: int, numel: int = 1001, seed: in
 def check_collectives(rank: int, world_size: int, numel: int = 1001, seed: int = 0) -> dict:
     """Run each collective on rank-dependent data and compare it with its numpy reference.
 
-    Needs an initialised default process group (torchrun + :func:`init_from_env`, or
+    Needs an initialised default process group (torchrun +
+    :func:`scaleout.demos.common.init_from_env`, or
     :func:`scaleout.dist.run`). ``numel`` is the elements per rank; any value >= 1 works,
     p need not divide it (all_to_all uses p * ceil(numel / p) elements). Returns
-    ``{check: max_abs_error}`` for :data:`CHECKS`, the maximum over all ranks, so every
+    ``{check: max_abs_error}`` for ``CHECKS``, the maximum over all ranks, so every
     rank returns the same dict; 0.0 means exact.
     """
     if numel < 1:
