@@ -317,7 +317,7 @@ def cost_vs_ranks(
             hovertemplate="p = %{x}: %{y:.4g} µs",
         )
     fig.update_layout(
-        title_text=f"all-reduce of n = {nbytes:.3g} bytes per rank against rank count",
+        title_text=f"all-reduce of n = {nbytes / 1e6:g} MB per rank against rank count",
         xaxis=dict(type="log", title_text="ranks p"),
         yaxis=dict(type="log", title_text="time (µs)"),
         height=400,

@@ -36,6 +36,7 @@ def rank_color(rank: int) -> str:
 def template() -> go.layout.Template:
     """A small plotly template (kept small: it is stored with every figure)."""
     axis = dict(
+        exponentformat="SI",  # 10G, never plotly's default "10B" (billions) next to bytes
         showgrid=True,
         gridcolor="#E5E5E5",
         zeroline=False,
@@ -46,6 +47,7 @@ def template() -> go.layout.Template:
     return go.layout.Template(
         layout=dict(
             font=dict(family=FONT, size=13, color="#222222"),
+            title=dict(x=0.0, xanchor="left", font=dict(size=15)),  # clear of the modebar
             colorway=list(RANK_COLORS),
             paper_bgcolor="white",
             plot_bgcolor="white",
