@@ -1,0 +1,428 @@
+"""scaleout.data_parallel: gradient averaging, DDP's buckets (against torch's own C++
+bucketing), the step timeline; real DDP on 4 CPU processes and under torchrun."""
+
+import os
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+import torch
+import torch.distributed as dist
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from torch.nn.parallel.distributed import _BucketCapacityConfig
+
+from scaleout import costmodel as M
+from scaleout import data_parallel as D
+from scaleout import viz
+from scaleout.demos import data_parallel as demo
+from scaleout.dist import run
+from scaleout.viz import data_parallel as VD
+
+SETTINGS = settings(max_examples=60, deadline=None)
+TORCHRUN = Path(sys.executable).with_name("torchrun")
+
+
+# ------------------------------------------------------------------ gradient averaging
+
+
+@st.composite
+def grads_and_sizes(draw, equal=True):
+    """Per-sample gradients (B, d) and p shard sizes adding up to B."""
+    p = draw(st.integers(1, 8))
+    d = draw(st.integers(1, 6))
+    if equal:
+        sizes = np.full(p, draw(st.integers(1, 6)))
+    else:
+        sizes = np.array(draw(st.lists(st.integers(1, 9), min_size=p, max_size=p)))
+    seed = draw(st.integers(0, 2**32 - 1))
+    g = np.random.default_rng(seed).standard_normal((int(sizes.sum()), d))
+    return g, sizes
+
+
+@given(grads_and_sizes(equal=True))
+@SETTINGS
+def test_averaged_gradients_equal_the_full_batch_gradient_for_equal_shards(case):
+    g, sizes = case
+    assert D.equivalence_error(g, sizes) < 1e-12
+    dp = D.average_gradients(D.local_gradients(g, sizes))
+    np.testing.assert_allclose(dp, np.tile(g.mean(0), (len(sizes), 1)), atol=1e-12)
+
+
+@given(grads_and_sizes(equal=False))
+@SETTINGS
+def test_weighting_by_shard_size_gives_the_full_batch_gradient_for_any_split(case):
+    g, sizes = case
+    assert D.equivalence_error(g, sizes, weighted=True) < 1e-12
+
+
+def test_unweighted_average_of_unequal_shards_is_not_the_full_batch_gradient():
+    g = np.array([[1.0], [1.0], [1.0], [5.0]])  # shards [1, 1, 1] and [5]
+    assert D.equivalence_error(g, [3, 1]) == pytest.approx(1.0)  # (1 + 5) / 2 - 8 / 4
+    assert D.equivalence_error(g, [3, 1], weighted=True) == pytest.approx(0.0)
+
+
+def test_shard_sizes_follow_array_split():
+    np.testing.assert_array_equal(D.shard_sizes(10, 4), [3, 3, 2, 2])
+    np.testing.assert_array_equal(D.shard_sizes(64, 4), [16] * 4)
+
+
+@given(
+    p=st.integers(1, 6),
+    per_rank=st.integers(1, 5),
+    steps=st.integers(1, 4),
+    seed=st.integers(0, 2**32 - 1),
+)
+@SETTINGS
+def test_data_parallel_sgd_trains_the_same_model_as_one_process(p, per_rank, steps, seed):
+    rng = np.random.default_rng(seed)
+    batches = [(rng.standard_normal((p * per_rank, 3)), rng.standard_normal(p * per_rank))]
+    batches *= steps
+    w0 = rng.standard_normal(3)
+    one = D.data_parallel_sgd(D.squared_error_grads, w0, batches, 1, 0.1)
+    many = D.data_parallel_sgd(D.squared_error_grads, w0, batches, p, 0.1)
+    assert many.shape == (p, 3)
+    np.testing.assert_allclose(many, np.tile(one, (p, 1)), rtol=1e-10, atol=1e-12)
+
+
+def test_uneven_shards_need_weights_to_match_full_batch_training():
+    rng = np.random.default_rng(0)
+    batches = [(rng.standard_normal((10, 2)), rng.standard_normal(10))] * 3
+    w0 = np.zeros(2)
+    one = D.data_parallel_sgd(D.squared_error_grads, w0, batches, 1, 0.1)
+    plain = D.data_parallel_sgd(D.squared_error_grads, w0, batches, 4, 0.1)  # 3, 3, 2, 2
+    weighted = D.data_parallel_sgd(D.squared_error_grads, w0, batches, 4, 0.1, weighted=True)
+    assert np.abs(plain - one).max() > 1e-6
+    np.testing.assert_allclose(weighted, np.tile(one, (4, 1)), atol=1e-12)
+
+
+# ------------------------------------------------------------------------ buckets
+
+
+def torch_buckets(sizes_bytes, cap, first):
+    """DDP's own C++ bucketing, called as the Reducer does when it rebuilds: tensors in
+    gradient-ready (= reverse registration) order, limits [first cap, cap]."""
+    tensors = [torch.empty(int(b) // 4) for b in sizes_bytes][::-1]  # float32
+    indices = list(range(len(sizes_bytes)))[::-1]
+    buckets, _ = dist._compute_bucket_assignment_by_size(
+        tensors, [int(first), int(cap)], [False] * len(tensors), indices
+    )
+    return buckets
+
+
+@given(
+    numels=st.lists(st.integers(1, 5000), min_size=1, max_size=40),
+    cap=st.integers(4, 40000),
+    first=st.integers(4, 40000),
+)
+@SETTINGS
+def test_buckets_match_pytorchs_own_bucketing(numels, cap, first):
+    sizes = np.array(numels) * 4
+    ours = D.assign_buckets(sizes, cap, first)
+    assert [list(b) for b in ours.params] == torch_buckets(sizes, cap, first)
+
+
+@given(
+    sizes=st.lists(st.integers(1, 10**6), min_size=1, max_size=60),
+    cap=st.integers(1, 3 * 10**6),
+    first=st.integers(1, 3 * 10**6),
+)
+@SETTINGS
+def test_buckets_cover_every_parameter_once_and_respect_the_cap(sizes, cap, first):
+    sizes = np.array(sizes, dtype=float)
+    b = D.assign_buckets(sizes, cap, first)
+    order = np.concatenate(b.params)
+    np.testing.assert_array_equal(order, np.arange(len(sizes))[::-1])  # each once, reversed
+    np.testing.assert_array_equal(b.caps, [first] + [cap] * (len(b) - 1))
+    for k, members in enumerate(b.params):
+        assert b.nbytes[k] == sizes[members].sum()
+        # The cap is reached only by the bucket's last parameter ...
+        assert sizes[members[:-1]].sum() < b.caps[k]
+        # ... and every bucket but the last is closed because it reached its cap.
+        if k < len(b) - 1:
+            assert b.nbytes[k] >= b.caps[k]
+    np.testing.assert_array_equal(
+        b.bucket_of()[order], np.repeat(range(len(b)), [len(m) for m in b.params])
+    )
+
+
+def test_bucket_caps_follow_ddp_in_torch_2_13():
+    assert D.bucket_caps() == (dist._DEFAULT_FIRST_BUCKET_BYTES, 25 * 2**20)
+    assert D.DEFAULT_FIRST_BUCKET_BYTES == dist._DEFAULT_FIRST_BUCKET_BYTES == 2**20
+    for mb in (None, 0.25, 1, 25, 100):
+        cfg = _BucketCapacityConfig.create(mb, None, False)
+        assert D.bucket_caps(mb) == (cfg.first_bucket_bytes_cap, cfg.bucket_bytes_cap)
+
+
+def test_infinite_caps_make_one_bucket():
+    b = D.assign_buckets([3, 5, 7], np.inf, np.inf)
+    assert len(b) == 1 and b.nbytes[0] == 15 and list(b.params[0]) == [2, 1, 0]
+
+
+def test_a_tensor_larger_than_the_cap_gets_its_own_bucket():
+    b = D.assign_buckets([10, 100, 10], 50, 5)
+    assert [list(m) for m in b.params] == [[2], [1], [0]]
+    np.testing.assert_array_equal(b.nbytes, [10, 100, 10])
+
+
+# ------------------------------------------------------------------------ timeline
+
+
+def loop_timeline(sizes, compute, p, alpha, beta, cap, first):
+    """The recurrence written as a loop: start_k = max(ready_k, end_{k-1})."""
+    b = D.assign_buckets(sizes, cap, first)
+    ready_param = np.array([sum(compute[i:]) for i in range(len(sizes))])
+    ends, starts, end = [], [], 0.0
+    for members, n in zip(b.params, b.nbytes, strict=True):
+        start = max(ready_param[members].max(), end)
+        end = start + M.collective_time("allreduce", "ring", n, p, alpha, beta)
+        starts.append(start)
+        ends.append(end)
+    return np.array(starts), np.array(ends)
+
+
+@st.composite
+def models(draw):
+    n = draw(st.integers(1, 40))
+    seed = draw(st.integers(0, 2**32 - 1))
+    rng = np.random.default_rng(seed)
+    sizes = rng.integers(1, 10**7, n).astype(float)
+    compute = rng.uniform(0, 1e-3, n)
+    p = draw(st.integers(1, 512))
+    alpha = draw(st.floats(0, 1e-4))
+    beta = draw(st.floats(1e-12, 1e-8))
+    cap = draw(st.sampled_from([1e3, 1e5, 1e6, 1e7, 1e8, np.inf]))
+    first = draw(st.sampled_from([1e3, 2**20, 1e7, np.inf]))
+    return sizes, compute, p, alpha, beta, cap, first
+
+
+@given(models())
+@SETTINGS
+def test_timeline_respects_readiness_order_and_bounds(model):
+    sizes, compute, p, alpha, beta, cap, first = model
+    tl = D.step_timeline(
+        sizes, compute, p, alpha, beta, bucket_cap_bytes=cap, first_bucket_cap_bytes=first
+    )
+    assert np.all(tl.start_s >= tl.ready_s - 1e-15)  # never before the bucket is ready
+    assert np.all(tl.start_s[1:] >= tl.end_s[:-1] - 1e-15)  # one all-reduce at a time
+    for k, members in enumerate(tl.buckets.params):
+        assert tl.ready_s[k] == pytest.approx(tl.grad_ready_s[members].max())
+    assert tl.backward_s == pytest.approx(compute.sum())
+    assert 0.0 <= tl.exposed_comm_s <= tl.comm_s * (1 + 1e-12) + 1e-15
+    assert tl.step_s == pytest.approx(tl.forward_s + tl.backward_s + tl.exposed_comm_s)
+    starts, ends = loop_timeline(sizes, compute, p, alpha, beta, cap, first)
+    np.testing.assert_allclose(tl.start_s, starts, rtol=1e-12, atol=1e-15)
+    np.testing.assert_allclose(tl.end_s, ends, rtol=1e-12, atol=1e-15)
+
+
+@given(models())
+@SETTINGS
+def test_naive_timeline_exposes_the_whole_all_reduce_and_buckets_never_lose(model):
+    sizes, compute, p, alpha, beta, cap, first = model
+    naive = D.naive_timeline(sizes, compute, p, alpha, beta)
+    total = M.collective_time("allreduce", "ring", sizes.sum(), p, alpha, beta)
+    assert len(naive.buckets) == 1
+    assert naive.start_s[0] == pytest.approx(compute.sum())
+    assert naive.exposed_comm_s == pytest.approx(total)
+    # Buckets can only lose to one all-reduce by the latency of their extra messages.
+    ddp = D.step_timeline(
+        sizes, compute, p, alpha, beta, bucket_cap_bytes=cap, first_bucket_cap_bytes=first
+    )
+    extra_latency = (len(ddp.buckets) - 1) * M.collective_time("allreduce", "ring", 0, p, alpha, 0)
+    assert ddp.exposed_comm_s <= naive.exposed_comm_s + extra_latency + 1e-12
+
+
+def test_timeline_worked_example():
+    # Two parameters of 1e6 bytes, 1 ms of backward each, p = 2, alpha = 0, 1 GB/s:
+    # each bucket all-reduce = 2 (1/2) 1e6 / 1e9 = 1 ms.
+    tl = D.step_timeline(
+        [1e6, 1e6], [1e-3, 1e-3], 2, 0.0, 1e-9, bucket_cap_bytes=1e6, first_bucket_cap_bytes=1e6
+    )
+    np.testing.assert_allclose(tl.ready_s, [1e-3, 2e-3])
+    np.testing.assert_allclose(tl.start_s, [1e-3, 2e-3])
+    np.testing.assert_allclose(tl.end_s, [2e-3, 3e-3])
+    assert tl.exposed_comm_s == pytest.approx(1e-3) and tl.comm_s == pytest.approx(2e-3)
+    naive = D.naive_timeline([1e6, 1e6], [1e-3, 1e-3], 2, 0.0, 1e-9)
+    assert naive.exposed_comm_s == pytest.approx(2e-3)
+
+
+def test_accumulation_counts_and_times():
+    tl = D.step_timeline(
+        [1e6] * 4,
+        [1e-3] * 4,
+        8,
+        1e-6,
+        1e-9,
+        bucket_cap_bytes=2e6,
+        first_bucket_cap_bytes=2e6,
+        forward_s=2e-3,
+    )
+    assert len(tl.buckets) == 2
+    quiet = D.accumulation(tl, 4, no_sync=True)
+    loud = D.accumulation(tl, 4, no_sync=False)
+    assert (quiet.allreduces, loud.allreduces) == (2, 8)
+    assert quiet.comm_s == pytest.approx(tl.comm_s) and loud.comm_s == pytest.approx(4 * tl.comm_s)
+    assert quiet.step_s == pytest.approx(3 * (tl.forward_s + tl.backward_s) + tl.step_s)
+    assert loud.step_s == pytest.approx(4 * tl.step_s)
+    assert D.accumulation(tl, 1).step_s == pytest.approx(tl.step_s)
+
+
+def test_model_size_helpers():
+    layers = D.uniform_layers(1e9, 100)
+    assert layers.shape == (100,) and layers.sum() == pytest.approx(1e9)
+    # 4 FLOPs per parameter per token: 1e9 params, 1000 tokens at 1e15 FLOP/s = 4 ms.
+    assert D.backward_seconds(layers, 1000, 1e15).sum() == pytest.approx(4e-3)
+    naive, ddp = D.uniform_model_timelines(1e9, 100, 64, 3e-6, 1 / 50e9)
+    assert naive.forward_s == pytest.approx(naive.backward_s / 2)
+    assert naive.buckets.nbytes.sum() == pytest.approx(2e9)  # bf16 gradients
+    assert ddp.exposed_comm_s < naive.exposed_comm_s
+
+
+def test_recomputing_the_explorer_at_1000_layers_is_fast():
+    import time
+
+    start = time.perf_counter()
+    for _ in range(5):
+        D.uniform_model_timelines(1e9, 1000, 64, 3e-6, 1 / 50e9, bucket_cap_mb=1)
+    assert (time.perf_counter() - start) / 5 < 0.05  # generous: the bench reports the real time
+
+
+# ------------------------------------------------------------------------ bad inputs
+
+
+@pytest.mark.parametrize(
+    "call, match",
+    [
+        (lambda: D.assign_buckets([], 10, 10), "param_bytes must not be empty"),
+        (lambda: D.assign_buckets([1, 0], 10, 10), "param_bytes must be finite and > 0"),
+        (lambda: D.assign_buckets([1, -3], 10, 10), "param_bytes"),
+        (lambda: D.assign_buckets([1, 2], 0, 10), "bucket_cap_bytes must be a number and > 0"),
+        (lambda: D.assign_buckets([1, 2], 10, -1), "first_bucket_cap_bytes"),
+        (lambda: D.assign_buckets([1, np.nan], 10, 10), "param_bytes"),
+        (lambda: D.bucket_caps(0), "bucket_cap_mb must be finite and > 0"),
+        (lambda: D.bucket_caps(-25), "bucket_cap_mb"),
+        (lambda: D.bucket_caps(1e-9), "at least 1 byte"),
+        (lambda: D.step_timeline([1], [1e-3], 0, 1e-6, 1e-9), "world_size must be an integer >= 1"),
+        (lambda: D.step_timeline([1], [1e-3], 2.5, 1e-6, 1e-9), "world_size"),
+        (lambda: D.step_timeline([1, 2], [1e-3], 2, 1e-6, 1e-9), "one entry per parameter"),
+        (lambda: D.step_timeline([1], [-1.0], 2, 1e-6, 1e-9), "backward_s"),
+        (lambda: D.step_timeline([1], [1.0], 2, -1e-6, 1e-9), "alpha"),
+        (lambda: D.step_timeline([1], [1.0], 2, 1e-6, 1e-9, bucket_cap_bytes=0), "bucket_cap"),
+        (lambda: D.shard_sizes(10, 0), "world_size must be an integer >= 1"),
+        (lambda: D.shard_sizes(0, 2), "batch_size must be an integer >= 1"),
+        (lambda: D.local_gradients(np.ones((4, 2)), [2, 1]), "add up to the batch size 4"),
+        (lambda: D.local_gradients(np.ones((4, 2)), [4, 0]), "integers >= 1"),
+        (lambda: D.average_gradients(np.ones((2, 3)), [1]), "sizes must hold 2"),
+        (lambda: D.uniform_layers(1e9, 0), "n_layers must be an integer >= 1"),
+        (lambda: D.uniform_layers(0, 10), "n_params must be finite and > 0"),
+        (lambda: D.backward_seconds([1.0], 0, 1e12), "tokens"),
+        (lambda: D.accumulation(D.naive_timeline([1], [1], 2, 0, 1e-9), 0), "k must be"),
+        (
+            lambda: D.data_parallel_sgd(
+                D.squared_error_grads, [0.0], [(np.ones((2, 1)), np.ones(2))], 4, 0.1
+            ),
+            "must hold >= world_size=4 samples",
+        ),
+        (lambda: D.data_parallel_sgd(D.squared_error_grads, [0.0], [], 1, 0.0), "lr"),
+        (lambda: VD.bucket_colors(0), "n must be >= 1"),
+        (
+            lambda: VD.timeline_animation(
+                *D.uniform_model_timelines(1e6, 4, 2, 0, 1e-9), frames=61
+            ),
+            "frames",
+        ),
+    ],
+)
+def test_bad_inputs_raise_value_error_naming_the_argument(call, match):
+    with pytest.raises(ValueError, match=match):
+        call()
+
+
+# ------------------------------------------------------------------------ figures
+
+
+def test_figures_build_with_axis_titles_and_bounded_animation():
+    naive, ddp = D.uniform_model_timelines(350e6, 96, 64, 3e-6, 1 / 50e9)
+    anim = VD.timeline_animation(naive, ddp)
+    assert 2 <= len(anim.frames) <= viz.MAX_FRAMES
+    assert "ms" in anim.layout.xaxis.title.text
+    # The bars are stored once, in the figure; frames only move the veil and the line.
+    assert len(anim.data[0].x) == 96 * 2 and all(f.data[0].x is None for f in anim.frames)
+    assert anim.frames[1].data[2].base[0] > anim.frames[0].data[2].base[0]
+    t_end = max(naive.end_s[-1], ddp.end_s[-1]) * 1e3
+    assert anim.frames[-1].data[3].x[0] == pytest.approx(t_end, rel=1e-4)
+    still = VD.timeline_figure(naive, ddp)
+    assert "ms" in still.layout.xaxis.title.text
+    names = [f"p{i}" for i in range(8)]
+    fig = VD.bucket_figure(names, [4096] * 8, D.assign_buckets([4096] * 8, 8192, 4096))
+    assert "KiB" in fig.layout.xaxis.title.text
+    g = np.random.default_rng(0).standard_normal((4, 2))
+    arrows = VD.gradient_average_figure(g, g.mean(0))
+    assert arrows.layout.xaxis.title.text and arrows.layout.yaxis.title.text
+    for i, f in enumerate((anim, still, fig, arrows)):
+        viz.FigureOutput(f, f"dp-test-{i}")._repr_mimebundle_()  # serialisable
+
+
+# ------------------------------------------------------------------------ distributed
+
+
+@pytest.mark.slow
+@pytest.mark.timeout(180)
+def test_ddp_and_handwritten_all_reduce_match_one_process_on_4_cpu_ranks():
+    reports = run(
+        demo.check_data_parallel,
+        4,
+        kwargs={"steps": 3, "batch": 64, "k": 4},
+        timeout=150,
+        show_output=False,
+    )
+    for report in reports:  # assert_close already passed inside each rank
+        for key in ("handwritten", "ddp", "no_sync", "sync_every_micro_step"):
+            assert report[key] < 1e-5
+        assert report["buckets"] == [
+            ["6.bias", "6.weight", "4.bias", "4.weight"],
+            ["2.bias", "2.weight"],
+            ["0.bias", "0.weight"],
+        ]
+        # 3 steps: 1 + 2 * 3 bucket all-reduces; 12 synchronised micro-steps: 1 + 11 * 3.
+        assert report["allreduces_ddp"] == (7, 7, True)
+        assert report["allreduces_no_sync"] == (7, 7, True)
+        assert report["allreduces_sync_every_micro_step"] == (34, 34, True)
+
+
+@pytest.mark.slow
+@pytest.mark.timeout(180)
+def test_ddp_default_caps_make_one_bucket_for_the_small_model():
+    def buckets(rank, world_size):
+        _, log = demo.train_ddp(rank, world_size, steps=2, batch=8)
+        return log
+
+    logs = run(buckets, 4, timeout=120, show_output=False)
+    assert demo.expected_buckets(None) == [
+        ["6.bias", "6.weight", "4.bias", "4.weight", "2.bias", "2.weight", "0.bias", "0.weight"]
+    ]
+    assert all(log == demo.expected_log(None, 2) for log in logs)
+
+
+@pytest.mark.slow
+@pytest.mark.timeout(200)
+@pytest.mark.skipif(not TORCHRUN.exists(), reason="torchrun not installed next to python")
+def test_data_parallel_demo_under_torchrun():
+    cmd = [str(TORCHRUN), "--standalone", "--nproc-per-node", "4"]
+    cmd += ["-m", "scaleout.demos.data_parallel", "--steps", "3", "--accumulation", "4"]
+    env = {**os.environ, "OMP_NUM_THREADS": "1"}
+    proc = subprocess.run(cmd, capture_output=True, text=True, timeout=180, env=env)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    for key in ("handwritten", "ddp", "no_sync", "sync_every_micro_step"):
+        assert re.search(rf"^{key}\s+world_size=4 .* ok$", proc.stdout, re.M), proc.stdout
+    assert "bucket all-reduces=34 (expected 34" in proc.stdout
+    assert "MISMATCH" not in proc.stdout
+
+
+def test_demo_rejects_bad_arguments_before_starting():
+    with pytest.raises(SystemExit) as info:
+        demo.main(["--steps", "0"])
+    assert info.value.code == 2
