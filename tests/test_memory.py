@@ -150,6 +150,13 @@ def test_vectorised_over_dp_and_params():
     np.testing.assert_allclose(got, [16e9, 32e9])
 
 
+def test_device_bytes_adds_activations():
+    assert M.device_bytes(7.5e9, 3, 64, 34e9) == 1.875e9 + 34e9
+    np.testing.assert_allclose(M.device_bytes(1e9, 0, [1, 2], [0.0, 1e9]), [16e9, 17e9])
+    with pytest.raises(ValueError, match="activation_bytes"):
+        M.device_bytes(1e9, 0, 1, -1.0)
+
+
 def test_comm_volume():
     assert [M.comm_volume(1e9, s) for s in M.STAGES] == [2e9, 2e9, 2e9, 3e9]
     assert M.comm_volume(1e9, 3) / M.comm_volume(1e9, 0) == 1.5  # ZeRO-3 only

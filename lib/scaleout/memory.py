@@ -164,6 +164,16 @@ def model_state_bytes(params, stage: int, dp=1, optimizer="adam", k=None, precis
     )  # fmt: skip
 
 
+def device_bytes(params, stage, dp=1, activation_bytes=0.0, optimizer="adam", k=None,
+                 precision="mixed"):  # fmt: skip
+    """Memory per device: the model states of :func:`model_state_bytes` plus
+    ``activation_bytes`` (ZeRO-DP does not shard activations). Vectorised like it."""
+    act = np.asarray(activation_bytes, dtype=np.float64)
+    if not np.all(np.isfinite(act)) or np.any(act < 0):
+        raise ValueError(f"activation_bytes must be finite and >= 0, got {activation_bytes!r}")
+    return _out(model_state_bytes(params, stage, dp, optimizer, k, precision).total + act)
+
+
 def comm_volume(params, stage: int, dp=None):
     """Elements each rank sends per training step (psi units): 2 psi for plain DP and ZeRO
     stages 1-2, 3 psi for stage 3 (ZeRO section 7.2; see ``COMM_PATTERN``). With ``dp`` the

@@ -73,7 +73,7 @@ def _stage_traces(params: float, dp: int, act_bytes: float, gpu_bytes: float | N
         y = [_attr(st, kind) / GB for st in states]
         traces.append(_bar(x, y, kind))
     traces.append(_bar(x, [act_bytes / GB] * 4, "activations"))
-    totals = [(st.total + act_bytes) / GB for st in states]
+    totals = [M.device_bytes(params, s, dp, act_bytes) / GB for s in M.STAGES]
     traces.append(
         go.Scatter(
             x=x,
