@@ -167,10 +167,10 @@ def _bar_trace(parts, name) -> go.Bar:
     return go.Bar(
         x=np.round(np.concatenate([p["x"] for p in parts]), 4),
         base=np.round(np.concatenate([p["base"] for p in parts]), 4),
-        y=sum((p["y"] for p in parts), []),
+        y=np.array(sum((p["y"] for p in parts), [])),  # arrays validate much faster
         orientation="h",
         name=name,
-        hovertext=sum((p["hover"] for p in parts), []),
+        hovertext=np.array(sum((p["hover"] for p in parts), [])),
         hoverinfo="text",
         marker=dict(
             color=np.concatenate([p["color"] for p in parts]),
