@@ -19,7 +19,7 @@ from ..data_parallel import Buckets, StepTimeline
 from .animate import animation
 from .theme import NEUTRAL, new_figure, rank_color
 
-MAX_FRAMES = 40
+TIMELINE_FRAMES = 40
 _LANES = ("naive: backward", "naive: all-reduce", "DDP: backward", "DDP: all-reduce")
 
 
@@ -32,7 +32,7 @@ def bucket_colors(n: int) -> list[str]:
 
 def gradient_average_figure(rank_grads, full_grad) -> go.Figure:
     """Each rank's 2-D gradient as an arrow from the origin (rank colours), their average
-    (thick black) and the full-batch gradient (dashed ring at its tip)."""
+    (thick black) and the full-batch gradient (dotted ring at its tip)."""
     g = np.asarray(rank_grads, dtype=float)
     full = np.asarray(full_grad, dtype=float)
     if g.ndim != 2 or g.shape[1] != 2 or full.shape != (2,):
@@ -78,7 +78,7 @@ def gradient_average_figure(rank_grads, full_grad) -> go.Figure:
 
 def bucket_figure(names: Sequence[str], param_bytes, buckets: Buckets) -> go.Figure:
     """One row per bucket (bucket 0 at the top); each parameter is a segment as long as its
-    gradient, in the order DDP fills the bucket; a dashed tick marks the bucket's cap."""
+    gradient, in the order DDP fills the bucket; a black tick marks the bucket's cap."""
     sizes = np.asarray(param_bytes, dtype=float)
     if len(names) != sizes.size:
         raise ValueError(f"names must have one entry per parameter ({sizes.size})")
@@ -233,12 +233,12 @@ def timeline_figure(naive: StepTimeline, ddp: StepTimeline, title: str | None = 
     return fig
 
 
-def timeline_animation(naive: StepTimeline, ddp: StepTimeline, frames: int = MAX_FRAMES):
+def timeline_animation(naive: StepTimeline, ddp: StepTimeline, frames: int = TIMELINE_FRAMES):
     """The same Gantt chart played in time: the slider moves 'now' (a black line); what has
     not happened yet is veiled. Only the veil and the line change from frame to frame, so
     the page stores the bars once."""
-    if not 2 <= frames <= MAX_FRAMES:
-        raise ValueError(f"frames must be in 2..{MAX_FRAMES}, got {frames}")
+    if not 2 <= frames <= TIMELINE_FRAMES:
+        raise ValueError(f"frames must be in 2..{TIMELINE_FRAMES}, got {frames}")
     t_end = max(naive.end_s[-1], ddp.end_s[-1]) * 1e3
     t_max = 1.04 * t_end
     gantt = _gantt_traces(naive, ddp)
