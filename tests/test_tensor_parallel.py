@@ -1,0 +1,468 @@
+"""scaleout.tensor_parallel: split GEMMs, Megatron MLP and attention, communication model,
+scatter-gather; its figures; and the torch tensor-parallel layers on real gloo processes."""
+
+import math
+import os
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+import torch
+import torch.nn.functional as F
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from scaleout import collectives as C
+from scaleout import costmodel as M
+from scaleout import hardware as H
+from scaleout import tensor_parallel as tp
+from scaleout import viz
+from scaleout.demos import tensor_parallel as demo
+from scaleout.dist import RankError, run
+from scaleout.viz import tensor_parallel as VT
+
+SETTINGS = settings(max_examples=60, deadline=None)
+TORCHRUN = Path(sys.executable).with_name("torchrun")
+GPT3 = dict(b=1, s=2048, h=12288)  # Brown et al. 2020, Table 2.1 (GPT-3 175B), b = 1
+
+
+def divisors(n):
+    return [d for d in range(1, n + 1) if n % d == 0]
+
+
+# ------------------------------------------------------------------ split GEMMs
+
+
+@given(
+    t=st.integers(1, 8),
+    m=st.integers(1, 6),
+    kk=st.integers(1, 4),
+    nn=st.integers(1, 4),
+    batch=st.lists(st.integers(1, 3), max_size=2),
+    seed=st.integers(0, 2**32 - 1),
+)
+@SETTINGS
+def test_split_gemms_equal_the_dense_product(t, m, kk, nn, batch, seed):
+    rng = np.random.default_rng(seed)
+    x = rng.standard_normal((*batch, m, t * kk))
+    y = rng.standard_normal((t * kk, t * nn))
+    col, row = tp.column_parallel_matmul(x, y, t), tp.row_parallel_matmul(x, y, t)
+    assert col.partials.shape == (t, *batch, m, nn) and col.combine == "allgather"
+    assert row.partials.shape == (t, *batch, m, t * nn) and row.combine == "allreduce"
+    np.testing.assert_allclose(col.output, x @ y, atol=1e-12)
+    np.testing.assert_allclose(row.output, x @ y, atol=1e-12)
+
+
+@pytest.mark.parametrize("k", [12, 30])
+def test_every_valid_t_works_and_every_other_is_rejected(k):
+    rng = np.random.default_rng(k)
+    x, y = rng.standard_normal((3, k)), rng.standard_normal((k, k))
+    for t in range(1, k + 2):
+        if k % t == 0:
+            np.testing.assert_allclose(tp.row_parallel_matmul(x, y, t).output, x @ y)
+            np.testing.assert_allclose(tp.column_parallel_matmul(x, y, t).output, x @ y)
+        else:
+            for fn in (tp.row_parallel_matmul, tp.column_parallel_matmul):
+                with pytest.raises(ValueError, match="t must divide"):
+                    fn(x, y, t)
+
+
+@given(mode=st.sampled_from(["column", "row"]), t=st.sampled_from([1, 2, 4, 8]))
+@SETTINGS
+def test_shards_partition_the_split_dimension(mode, t):
+    shards = tp.matmul_shards(mode, 4, 8, 16, t)
+    cover = np.zeros(16 if mode == "column" else 8, dtype=int)
+    for r, s in enumerate(shards):
+        assert s.rank == r
+        cover[s.y[1] if mode == "column" else s.y[0]] += 1
+        if mode == "row":
+            assert s.x[1] == s.y[0] and s.z == (slice(None), slice(None))
+        else:
+            assert s.z[1] == s.y[1] and s.x == (slice(None), slice(None))
+    assert np.all(cover == 1)  # every column (or inner index) held by exactly one rank
+
+
+def test_gelu_is_torchs_tanh_gelu():
+    x = np.linspace(-6, 6, 101)
+    want = F.gelu(torch.from_numpy(x), approximate="tanh").numpy()
+    np.testing.assert_allclose(tp.gelu(x), want, rtol=1e-12, atol=1e-15)
+    assert tp.gelu(0.0) == 0.0
+
+
+@given(
+    t=st.sampled_from([1, 2, 4, 8]),
+    h=st.integers(1, 6),
+    width=st.integers(1, 3),
+    seed=st.integers(0, 2**32 - 1),
+)
+@SETTINGS
+def test_megatron_mlp_equals_the_dense_mlp(t, h, width, seed):
+    rng = np.random.default_rng(seed)
+    f = t * width
+    x = rng.standard_normal((2, 3, h))
+    w1, w2 = rng.standard_normal((h, f)), rng.standard_normal((f, h))
+    b1, b2 = rng.standard_normal(f), rng.standard_normal(h)
+    split = tp.megatron_mlp(x, w1, b1, w2, b2, t)
+    assert split.partials.shape == (t, 2, 3, h)
+    np.testing.assert_allclose(split.output, tp.mlp(x, w1, b1, w2, b2), atol=1e-10)
+
+
+@given(
+    t=st.sampled_from([1, 2, 4]),
+    heads_per_rank=st.integers(1, 2),
+    d=st.integers(1, 3),
+    s=st.integers(1, 5),
+    causal=st.booleans(),
+    seed=st.integers(0, 2**32 - 1),
+)
+@SETTINGS
+def test_attention_split_by_heads_equals_dense_attention(t, heads_per_rank, d, s, causal, seed):
+    rng = np.random.default_rng(seed)
+    heads = t * heads_per_rank
+    h = heads * d
+    x = rng.standard_normal((2, s, h))
+    w = [rng.standard_normal((h, h)) for _ in range(4)]
+    split = tp.tensor_parallel_attention(x, *w, heads, t, causal=causal)
+    np.testing.assert_allclose(split.output, tp.attention(x, *w, heads, causal), atol=1e-10)
+
+
+def test_dense_attention_matches_torch_multihead_attention():
+    rng = np.random.default_rng(1)
+    h, heads, s = 12, 3, 5
+    x = rng.standard_normal((2, s, h))
+    wq, wk, wv, wo = (rng.standard_normal((h, h)) for _ in range(4))
+    mha = torch.nn.MultiheadAttention(h, heads, bias=False, batch_first=True, dtype=torch.float64)
+    with torch.no_grad():
+        mha.in_proj_weight.copy_(torch.from_numpy(np.concatenate([wq.T, wk.T, wv.T])))
+        mha.out_proj.weight.copy_(torch.from_numpy(wo.T.copy()))
+    mask = torch.triu(torch.ones(s, s, dtype=torch.bool), 1)
+    z, _ = mha(*[torch.from_numpy(x)] * 3, attn_mask=mask, need_weights=False)
+    np.testing.assert_allclose(tp.attention(x, wq, wk, wv, wo, heads), z.detach().numpy())
+
+
+def test_gelu_of_partial_sums_is_not_the_gelu_of_the_sum():
+    rng = np.random.default_rng(2)
+    x, w = rng.standard_normal((4, 8)), rng.standard_normal((8, 16))
+    parts = tp.row_parallel_matmul(x, w, 2).partials
+    assert not np.allclose(tp.gelu(parts[0]) + tp.gelu(parts[1]), tp.gelu(x @ w))
+
+
+def test_valid_sizes_divide_hidden_and_heads():
+    assert tp.valid_tensor_parallel_sizes(12288, 96, 64) == [1, 2, 3, 4, 6, 8, 12, 16, 24, 32, 48]
+    assert tp.valid_tensor_parallel_sizes(5120, 40, 16) == [1, 2, 4, 5, 8, 10]
+
+
+# ------------------------------------------------------------- communication model
+
+
+@given(
+    b=st.integers(1, 8),
+    s=st.integers(1, 4096),
+    hh=st.integers(1, 64),
+    t=st.sampled_from([1, 2, 4, 8, 16, 32]),
+    dtype=st.sampled_from([1, 2, 4]),
+)
+@SETTINGS
+def test_layer_traffic_follows_narayanan(b, s, hh, t, dtype):
+    h = t * hh
+    tr = tp.layer_traffic(b, s, h, t, dtype)
+    assert tr.message_bytes == b * s * h * dtype
+    # Narayanan et al. 2021, Sec. 3: 8 b s h (t-1)/t values per GPU per layer
+    assert math.isclose(tr.bytes_per_gpu, 8 * b * s * h * (t - 1) / t * dtype)
+    if t == 1:
+        assert tr.forward == tr.backward == {} and tr.collectives == 0
+    else:
+        assert tr.forward == tr.backward == {"allreduce": 2} and tr.collectives == 4
+    if s % t == 0:
+        sp = tp.layer_traffic(b, s, h, t, dtype, sequence_parallel=True)
+        assert math.isclose(sp.bytes_per_gpu, tr.bytes_per_gpu)
+        if t > 1:
+            assert sp.forward == sp.backward == {"allgather": 2, "reducescatter": 2}
+
+
+def test_f_and_g_are_conjugate():
+    for op in ("f", "g"):  # without sequence parallelism one pass of each communicates
+        assert sorted(tp.OPERATORS[op].values()) == ["allreduce", "identity"]
+    assert tp.OPERATORS["f"]["backward"] == tp.OPERATORS["g"]["forward"] == "allreduce"
+    # with it, each all-reduce becomes a reduce-scatter plus an all-gather
+    assert tp.SP_OPERATORS["f"] == {"forward": "allgather", "backward": "reducescatter"}
+    assert tp.SP_OPERATORS["g"] == {"forward": "reducescatter", "backward": "allgather"}
+
+
+@pytest.mark.parametrize("collective", ["allreduce", "reducescatter", "allgather"])
+@pytest.mark.parametrize("t", [2, 4, 8, 16, 32, 64])
+def test_collective_seconds_uses_the_costmodel_and_the_right_links(collective, t):
+    n, nv, nic = 5e7, H.link("nvlink4-h100"), H.link("nic-400g")
+
+    def ring(c, nbytes, p, link):
+        return M.collective_time(c, "ring", nbytes, p, link.alpha_s, link.beta_s_per_byte)
+
+    flat = tp.collective_seconds(collective, n, t)
+    two = tp.collective_seconds(collective, n, t, topology="two-level")
+    if t <= 8:
+        assert flat == two == ring(collective, n, t, nv)
+        return
+    assert flat == ring(collective, n, t, nic)
+    parts = {
+        "allreduce": ring("reducescatter", n, 8, nv)
+        + ring("allreduce", n / 8, t // 8, nic)
+        + ring("allgather", n, 8, nv),
+        "reducescatter": ring("reducescatter", n, 8, nv)
+        + ring("reducescatter", n / 8, t // 8, nic),
+        "allgather": ring("allgather", n / 8, t // 8, nic) + ring("allgather", n, 8, nv),
+    }
+    assert math.isclose(two, parts[collective])
+    assert two < flat  # the two-level sends 1/8 of the bytes over the NICs
+
+
+@pytest.mark.parametrize("topology", tp.TOPOLOGIES)
+def test_the_server_boundary_is_a_cliff(topology):
+    comm = {t: tp.layer_comm_seconds(**GPT3, t=t, topology=topology).total for t in (4, 8, 16)}
+    assert comm[8] / comm[4] < 1.3  # inside the server: the ring factor levels off
+    assert comm[16] / comm[8] > 1.5  # across: a jump
+    if topology == "flat-ring":
+        assert comm[16] / comm[8] > 9  # the link ratio, plus the longer ring's latency
+
+
+@given(t=st.sampled_from([2, 4, 8, 16, 32]), topology=st.sampled_from(tp.TOPOLOGIES))
+@SETTINGS
+def test_sequence_parallelism_costs_the_same_time(t, topology):
+    ar = tp.layer_comm_seconds(2, 1024, 4096, t, topology=topology)
+    sp = tp.layer_comm_seconds(2, 1024, 4096, t, sequence_parallel=True, topology=topology)
+    assert math.isclose(ar.forward, sp.forward) and math.isclose(ar.backward, sp.backward)
+    assert ar.forward == ar.backward and math.isclose(ar.total, 2 * ar.forward)
+
+
+def test_compute_time_follows_the_flop_formula():
+    assert tp.layer_flops(1, 2048, 12288) == 24 * 2048 * 12288**2 + 4 * 2048**2 * 12288
+    c8, c16 = (tp.layer_compute_seconds(**GPT3, t=t) for t in (8, 16))
+    assert math.isclose(c8.backward, 2 * c8.forward) and math.isclose(c8.total, 2 * c16.total)
+    assert math.isclose(c8.forward, tp.layer_flops(1, 2048, 12288) / 8 / (1979e12 / 2))
+
+
+def test_link_ratio_is_nine_like_for_like_on_h100():
+    r = tp.link_ratio("nvlink4-h100", "nic-400g")
+    assert (r.like_for_like, r.bidirectional_over_per_direction) == (9, 18)
+    assert r.per_direction_over_bidirectional == 4.5
+    assert tp.link_ratio("nvlink5-b200", "nic-400g").like_for_like == 18
+    assert tp.GPUS_PER_SERVER == 8
+
+
+# --------------------------------------------------------------------- scatter-gather
+
+
+@given(
+    b=st.integers(1, 4),
+    s=st.integers(1, 4096),
+    hh=st.integers(1, 512),
+    t=st.sampled_from([1, 2, 4, 8]),
+    dtype=st.sampled_from([2, 4]),
+)
+@SETTINGS
+def test_scatter_gather_saves_a_factor_t(b, s, hh, t, dtype):
+    st_ = tp.stage_transfer(b, s, t * hh, t, dtype)
+    n = b * s * t * hh * dtype
+    assert st_.saving == t
+    assert st_.cross_server_full == t * n and st_.cross_server_scatter_gather == n
+    assert math.isclose(st_.allgather_bytes_per_gpu, (t - 1) / t * n)
+
+
+@given(t=st.integers(1, 8), per=st.integers(1, 5), scatter_gather=st.booleans())
+@SETTINGS
+def test_stage_schedules_deliver_the_whole_tensor(t, per, scatter_gather):
+    n = t * per
+    steps = tp.stage_transfer_schedule(t, n, scatter_gather)
+    start = np.zeros((2 * t, n))
+    start[:t] = np.arange(1, n + 1)  # server A: every GPU has the whole tensor
+    final = C.replay(start, steps)
+    np.testing.assert_array_equal(final[t:], np.tile(np.arange(1, n + 1), (t, 1)))
+    sent = C.bytes_sent_per_rank(steps, 2 * t)
+    assert list(sent[:t]) == [per if scatter_gather else n] * t  # cross-server, per rail
+    assert list(sent[t:]) == [(t - 1) * per if scatter_gather else 0] * t  # NVLink
+    assert all(tr.dst == tr.src + t for s in steps if s.phase == "rail" for tr in s.transfers)
+    assert all(tr.src >= t for s in steps if s.phase == "all-gather" for tr in s.transfers)
+
+
+def test_scatter_gather_time_for_a_gpt3_layer():
+    full, sg = tp.stage_transfer_seconds(**GPT3, t=8)
+    nv, nic = H.link("nvlink4-h100"), H.link("nic-400g")
+    n = 1 * 2048 * 12288 * 2
+    assert math.isclose(full, nic.alpha_s + n * nic.beta_s_per_byte)
+    gather = M.collective_time("allgather", "ring", n, 8, nv.alpha_s, nv.beta_s_per_byte)
+    assert math.isclose(sg, nic.alpha_s + n / 8 * nic.beta_s_per_byte + gather)
+    assert 4 < full / sg < 8
+
+
+# -------------------------------------------------------------------------- bad inputs
+
+
+X2, Y2 = np.ones((2, 4)), np.ones((4, 4))
+
+
+@pytest.mark.parametrize(
+    "call, message",
+    [
+        (lambda: tp.column_parallel_matmul(X2, Y2, 3), "t must divide"),
+        (lambda: tp.row_parallel_matmul(X2, Y2, 0), "t must be an integer >= 1"),
+        (lambda: tp.row_parallel_matmul(X2, np.ones((3, 4)), 1), "need x"),
+        (lambda: tp.matmul_shards("diagonal", 2, 2, 2, 1), "mode must be"),
+        (lambda: tp.shard_slice(8, 4, 4), "rank must lie"),
+        (lambda: tp.megatron_mlp(X2, np.ones((4, 6)), np.ones(6), np.ones((6, 4)), 0, 4), "t must"),
+        (lambda: tp.attention(np.ones((3, 6)), *[np.ones((6, 6))] * 4, heads=4), "heads must"),
+        (
+            lambda: tp.tensor_parallel_attention(np.ones((3, 8)), *[np.ones((8, 8))] * 4, 4, 8),
+            "number of heads",
+        ),
+        (lambda: tp.layer_traffic(0, 8, 8, 2), "b must be an integer >= 1"),
+        (lambda: tp.layer_traffic(1, -8, 8, 2), "s must be"),
+        (lambda: tp.layer_traffic(1, 8, 12, 8), "t must divide h"),
+        (lambda: tp.layer_traffic(1, 8, 8, 2, dtype_bytes=0), "dtype_bytes"),
+        (lambda: tp.layer_traffic(1, 6, 8, 4, sequence_parallel=True), "sequence length"),
+        (lambda: tp.layer_traffic(1, 8, 8, 4, heads=2), "number of heads"),
+        (lambda: tp.layer_traffic(1, 8, 8, 2.0), "t must be an integer"),
+        (lambda: tp.collective_seconds("alltoall", 1e6, 8), "collective must be"),
+        (lambda: tp.collective_seconds("allreduce", 1e6, 8, topology="torus"), "topology"),
+        (lambda: tp.collective_seconds("allreduce", 1e6, 12, topology="two-level"), "multiple"),
+        (lambda: tp.collective_seconds("allreduce", -1.0, 4), "nbytes"),
+        (lambda: tp.collective_seconds("allreduce", 1e6, 4, intra="nvlink9"), "name must be"),
+        (lambda: tp.layer_compute_seconds(1, 8, 8, 2, peak_flops=0), "peak_flops"),
+        (lambda: tp.stage_transfer(1, 8, 16, 16), "gpus_per_server"),
+        (lambda: tp.stage_transfer_schedule(4, 6), "t must divide n"),
+        (lambda: tp.valid_tensor_parallel_sizes(0, 4), "h must be"),
+    ],
+)
+def test_bad_inputs_raise_value_error_naming_the_argument(call, message):
+    with pytest.raises(ValueError, match=message):
+        call()
+
+
+# ---------------------------------------------------------------------------- figures
+
+
+@pytest.mark.parametrize("mode", ["column", "row"])
+@pytest.mark.parametrize("t", [1, 2, 4, 8])
+def test_split_animation_is_drawn_from_the_shards(mode, t):
+    fig = VT.split_matmul_animation(mode, t)
+    assert [f.name for f in fig.frames] == ["hold", "compute", "combine"]
+    # traces: outline, one per rank, the sum, the labels
+    assert all(len(f.data) == t + 3 for f in fig.frames)
+    compute = fig.frames[1].data
+    for r in range(t):
+        assert compute[1 + r].fillcolor == viz.rank_color(r)
+    summed = fig.frames[2].data[t + 1]
+    assert (summed.x != (None,)) == (mode == "row" and t > 1)
+    viz.figure_spec(fig)
+
+
+@pytest.mark.parametrize("block", ["mlp", "attention"])
+@pytest.mark.parametrize("direction", ["forward", "backward"])
+def test_block_figure_marks_the_operator_that_all_reduces(block, direction):
+    fig = VT.megatron_block_figure(block, direction, t=3)
+    dark = [s for s in fig.layout.shapes if s.fillcolor == VT.SUM_COLOR]
+    assert len(dark) == 1  # exactly one of f, g communicates in each pass
+    x = 1 if direction == "backward" else 5  # f is column 1, g column 5
+    assert dark[0].x0 < x < dark[0].x1
+    with pytest.raises(ValueError, match="direction"):
+        VT.megatron_block_figure(block, "sideways")
+
+
+def test_comm_figure_plots_the_library_times():
+    fig = VT.comm_time_figure(**GPT3)
+    flat, two, compute = fig.data
+    assert list(flat.x) == [2, 4, 8, 16, 32, 64]
+    for t, y in zip(flat.x, flat.y, strict=True):
+        assert math.isclose(y, tp.layer_comm_seconds(**GPT3, t=t).total * 1e3)
+    for t, y in zip(two.x, two.y, strict=True):
+        assert math.isclose(y, tp.layer_comm_seconds(**GPT3, t=t, topology="two-level").total * 1e3)
+    for t, y in zip(compute.x, compute.y, strict=True):
+        assert math.isclose(y, tp.layer_compute_seconds(**GPT3, t=t).total * 1e3)
+    assert fig.layout.xaxis.title.text and "(ms)" in fig.layout.yaxis.title.text
+
+
+@pytest.mark.parametrize("scatter_gather", [False, True])
+def test_stage_animation_replays_the_schedule(scatter_gather):
+    t = 4
+    fig = VT.stage_transfer_animation(t, scatter_gather, **GPT3)
+    assert len(fig.frames) == t + 1 <= viz.MAX_FRAMES
+    last_cells = fig.frames[-1].data[2]
+    colors = np.array(last_cells.marker.color).reshape(2 * t, t)
+    assert VT.NEUTRAL not in colors[t:]  # server B ends with every chunk
+    if scatter_gather:  # chunk c crossed on rail c
+        assert all(colors[t + r, c] == viz.rank_color(c) for r in range(t) for c in range(t))
+    else:  # GPU r's rail carried all of its chunks
+        assert all(colors[t + r, c] == viz.rank_color(r) for r in range(t) for c in range(t))
+    full, sg = tp.stage_transfer_seconds(**GPT3, t=t)
+    shown = sg if scatter_gather else full
+    assert f"model time: {shown * 1e3:.2f} ms" in fig.frames[-1].layout.title.text
+
+
+# ------------------------------------------------------- torch layers on gloo processes
+
+
+@pytest.mark.timeout(120)
+@pytest.mark.parametrize("world_size", [2, 4])
+def test_tensor_parallel_mlp_and_attention_match_dense_modules(world_size):
+    results = run(demo.check_tensor_parallel, world_size, show_output=False, timeout=90)
+    for result in results:
+        assert set(result["errors"]) == {
+            "mlp output",
+            "mlp grads",
+            "attention output",
+            "attention grads",
+        }
+        assert all(err < demo.TOLERANCE for err in result["errors"].values()), result
+        # MLP + attention: g all-reduces once forward, f once backward, in each block
+        assert result["allreduces"] == {"g forward": 2, "f backward": 2}
+
+
+@pytest.mark.timeout(120)
+def test_tensor_parallel_other_shapes_on_two_ranks():
+    kwargs = dict(batch=1, seq=5, hidden=24, heads=6, seed=3)
+    results = run(demo.check_tensor_parallel, 2, kwargs=kwargs, show_output=False, timeout=90)
+    assert all(e < demo.TOLERANCE for r in results for e in r["errors"].values())
+
+
+@pytest.mark.timeout(120)
+def test_world_size_that_does_not_divide_the_heads_fails_clearly():
+    with pytest.raises(RankError, match="must divide heads"):
+        run(demo.check_tensor_parallel, 4, kwargs=dict(hidden=24, heads=6), show_output=False)
+
+
+def test_operators_are_conjugate_in_single_process_autograd():
+    # f and g on a one-rank group: both are the identity, and gradients flow through.
+    results = run(_f_then_g, 1, show_output=False, timeout=30)
+    assert results == [True]
+
+
+def _f_then_g(rank, world_size):
+    x = torch.randn(3, 4, dtype=torch.float64, requires_grad=True)
+    y = demo.ReduceFromTensorParallel.apply(demo.CopyToTensorParallel.apply(x) * 2.0)
+    y.sum().backward()
+    return bool(torch.equal(y, 2 * x) and torch.equal(x.grad, torch.full_like(x, 2.0)))
+
+
+@pytest.mark.slow
+@pytest.mark.timeout(150)
+@pytest.mark.skipif(not TORCHRUN.exists(), reason="torchrun not installed next to python")
+def test_tensor_parallel_demo_under_torchrun():
+    cmd = [str(TORCHRUN), "--standalone", "--nproc-per-node", "4"]
+    cmd += ["-m", "scaleout.demos.tensor_parallel", "--backend", "gloo"]
+    env = {**os.environ, "OMP_NUM_THREADS": "1"}
+    proc = subprocess.run(cmd, capture_output=True, text=True, timeout=120, env=env)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    for name in ("mlp output", "mlp grads", "attention output", "attention grads"):
+        assert re.search(rf"^{name}\s+world_size=4 max\|err\|=\S+ ok$", proc.stdout, re.M), (
+            proc.stdout
+        )
+    assert "f backward: 2, g forward: 2" in proc.stdout
+    assert "MISMATCH" not in proc.stdout
+
+
+@pytest.mark.parametrize("arg", ["--hidden", "--heads", "--seq", "--batch"])
+def test_demo_rejects_bad_sizes_before_starting(arg):
+    with pytest.raises(SystemExit) as info:
+        demo.main([arg, "0"])
+    assert info.value.code == 2
