@@ -1,0 +1,373 @@
+"""Figures for the chapters "Model parallelism" (chapters/03_model_parallel.ipynb) and
+"Pipeline parallelism" (chapters/05_pipeline_parallel.ipynb).
+
+Every figure is drawn from :mod:`scaleout.pipeline` data: timelines come from the simulated
+:func:`~scaleout.pipeline.schedule` (or from measured records), bubbles, in-flight counts,
+memory and step times from the library's functions. Gantt charts put stages on the y axis
+(stage 0 on top) and time on the x axis. They colour operations by *phase* (blue forward,
+orange backward, green weight gradient; a darker shade for a later model chunk) and print
+the micro-batch number on each bar, or, with ``color_by="stage"``, by rank
+(:func:`~scaleout.viz.rank_color`) with the backward hatched.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+
+import numpy as np
+import plotly.graph_objects as go
+
+from .. import pipeline as P
+from .animate import animation
+from .theme import NEUTRAL, new_figure, rank_color
+
+# Light to dark shades per phase; shade k is model chunk k (interleaved schedules).
+PHASE_COLORS = {
+    "F": ("#9ECAE1", "#4292C6", "#2171B5", "#08519C"),
+    "B": ("#FDAE6B", "#F16913", "#D94801", "#A63603"),
+    "W": ("#A1D99B", "#41AB5D", "#238B45", "#006D2C"),
+}
+PHASE_NAMES = {"F": "forward F", "B": "backward B", "W": "weight gradient W"}
+_PATTERN = {"F": "", "B": "/", "W": "."}
+_LOOK = {"F": "solid", "B": "hatched", "W": "dotted"}
+_TOP_LEGEND = dict(
+    orientation="h", x=1.0, xanchor="right", y=1.0, yanchor="bottom", traceorder="normal"
+)
+TIME_TITLE = "time (units of t_f, one micro-batch's forward on one stage)"
+
+
+def gantt_traces(tl, color_by="phase", xaxis="x", yaxis="y", legend=True, scale=1.0):
+    """Bar traces of a :class:`~scaleout.pipeline.Timeline`, y = stage number: the idle
+    intervals (bubbles) in light grey, then one trace per phase. ``scale`` multiplies
+    times (e.g. 1e3 for seconds -> ms)."""
+    if color_by not in ("phase", "stage"):
+        raise ValueError(f"color_by must be 'phase' or 'stage', got {color_by!r}")
+    common = dict(orientation="h", xaxis=xaxis, yaxis=yaxis, width=0.8, showlegend=legend)
+    ist, i0, i1 = P.idle_intervals(tl)
+    traces = [
+        go.Bar(
+            y=ist, base=i0 * scale, x=(i1 - i0) * scale, name="idle (bubble)",
+            marker=dict(color="#EEEEEE", line=dict(width=0)), hoverinfo="skip", **common,
+        )
+    ]  # fmt: skip
+    for ph in P.PHASES:
+        for c in range(tl.v if color_by == "phase" else 1):
+            sel = np.flatnonzero((tl.phase == ph) & ((tl.chunk == c) | (color_by == "stage")))
+            if len(sel):
+                traces.append(_phase_bars(tl, sel, ph, c, color_by, scale, common))
+        if color_by == "stage" and np.any(tl.phase == ph) and legend:  # a grey legend swatch
+            traces.append(
+                go.Bar(
+                    x=[0], y=[0], base=[0], name=f"{PHASE_NAMES[ph]} ({_LOOK[ph]})",
+                    xaxis=xaxis, yaxis=yaxis, orientation="h", hoverinfo="skip",
+                    marker=dict(color={"F": "#555555", "B": "#999999", "W": "#CCCCCC"}[ph]),
+                )
+            )  # fmt: skip
+    return traces
+
+
+def _phase_bars(tl, sel, ph, c, color_by, scale, common):
+    """One bar trace: the operations ``sel`` (all of phase ``ph``; chunk ``c``)."""
+    st, mb, ch = tl.stage[sel], tl.microbatch[sel], tl.chunk[sel]
+    a, b = tl.start[sel] * scale, tl.end[sel] * scale
+    name = PHASE_NAMES[ph]
+    if color_by == "phase":
+        colors, ink = PHASE_COLORS[ph][min(c, 3)], "#222222" if c == 0 else "white"
+        pattern = dict(shape="")
+        name += f" (chunk {c})" if c else ""
+    else:
+        colors = [rank_color(int(r)) for r in st]
+        light = ph != "F" or int(st[0]) % 8 == 6  # hatched, or yellow: dark ink
+        ink = ["#222222" if light or int(r) % 8 == 6 else "white" for r in st]
+        pattern = dict(shape=_PATTERN[ph], fgcolor="white", solidity=0.5)
+        common = dict(common, showlegend=False)
+    chunk = [f", chunk {k}" if tl.v > 1 else "" for k in ch]
+    hover = [
+        f"stage {r}: {ph} of micro-batch {j}{k}<br>{t0:.4g} to {t1:.4g}"
+        for r, j, k, t0, t1 in zip(st, mb, chunk, a, b, strict=True)
+    ]
+    return go.Bar(
+        y=st, base=a, x=b - a, name=name, hovertext=hover, hoverinfo="text",
+        legendgroup=name, marker=dict(color=colors, line=dict(color="white", width=0.5),
+                                      pattern=pattern),
+        text=[str(j) for j in mb], textposition="inside", insidetextanchor="middle",
+        textfont=dict(color=ink, size=11), **common,
+    )  # fmt: skip
+
+
+def _stage_axis(p: int, **kw) -> dict:
+    return dict(
+        tickmode="array", tickvals=list(range(p)), ticktext=[str(r) for r in range(p)],
+        range=[p - 0.5, -0.5], autorange=False, showgrid=False, zeroline=False, **kw,
+    )  # fmt: skip
+
+
+def gantt(tl, title="", color_by="phase", time_title=TIME_TITLE, scale=1.0, height=None):
+    """A Gantt chart of one timeline: stages down (stage 0 on top), time across."""
+    fig = new_figure(
+        title_text=title, barmode="overlay", height=height or 190 + 30 * tl.p,
+        xaxis_title_text=time_title, yaxis=_stage_axis(tl.p, title_text="pipeline stage (GPU)"),
+        legend=_TOP_LEGEND, margin=dict(l=70, r=20, t=110 if "<br>" in title else 90, b=60),
+    )  # fmt: skip
+    fig.add_traces(gantt_traces(tl, color_by=color_by, scale=scale))
+    return fig
+
+
+def _nice_step(x: float) -> float:
+    """The smallest of 1, 2, 2.5, 5 x 10^k that is >= x (round slider labels)."""
+    k = 10.0 ** np.floor(np.log10(x))
+    return float(min(c * k for c in (1, 2, 2.5, 5, 10) if c * k >= x - 1e-12))
+
+
+def _describe(s) -> str:
+    label = {"naive": "naive", "gpipe": "GPipe", "1f1b": "1F1B", "zb-h1": "ZB-H1"}
+    name = label.get(s.name, f"interleaved, v = {s.v}")
+    return f"{name}: {s.makespan:.4g} time units, bubble {P.bubble_fraction(s):.3g}"
+
+
+def schedules_animation(scheds: Sequence, frames=40, color_by="phase", title=""):
+    """Schedules stacked on one time axis, with a slider over time: the part of each
+    timeline after the slider's time is veiled, so the reader watches the pipeline fill,
+    run and drain. ``scheds`` are :class:`~scaleout.pipeline.Schedule` objects."""
+    scheds = list(scheds)
+    if not scheds:
+        raise ValueError("scheds must hold at least one schedule")
+    t_end = max(s.makespan for s in scheds)
+    step = _nice_step(t_end / (frames - 1))
+    times = np.round(np.arange(0, t_end + step, step), 6)
+    times[-1] = min(times[-1], t_end)
+    row_px, gap_px, margin = [26 * s.p + 10 for s in scheds], 64, dict(l=70, r=20, t=110, b=130)
+    plot_px = sum(row_px) + gap_px * (len(scheds) - 1)
+    top, layout, axes = 1.0, {}, []
+    for k, (s, px) in enumerate(zip(scheds, row_px, strict=True)):
+        suffix = "" if k == 0 else str(k + 1)
+        dom = [max(0.0, top - px / plot_px), top]
+        top = dom[0] - gap_px / plot_px
+        layout[f"yaxis{suffix}"] = _stage_axis(
+            s.p, domain=dom, anchor=f"x{suffix}", title_text="stage"
+        )
+        layout[f"xaxis{suffix}"] = dict(range=[0, t_end * 1.01], anchor=f"y{suffix}")
+        if k:
+            layout[f"xaxis{suffix}"]["matches"] = "x"
+        axes.append((f"x{suffix}", f"y{suffix}", dom))
+    layout[f"xaxis{'' if len(scheds) == 1 else len(scheds)}"]["title_text"] = TIME_TITLE
+    notes = [
+        dict(text=_describe(s), x=0, xref="paper", xanchor="left", y=dom[1], yref="paper",
+             yanchor="bottom", showarrow=False, font=dict(size=13))
+        for s, (_, _, dom) in zip(scheds, axes, strict=True)
+    ]  # fmt: skip
+
+    def veil(t, xa, ya, p):
+        """The not-yet-happened part, veiled, and a line at time t."""
+        return [
+            go.Scatter(
+                x=[t, t_end * 1.01, t_end * 1.01, t, t], y=[-0.5, -0.5, p - 0.5, p - 0.5, -0.5],
+                fill="toself", fillcolor="rgba(255,255,255,0.78)", line=dict(width=0),
+                mode="lines", hoverinfo="skip", showlegend=False, xaxis=xa, yaxis=ya,
+            ),
+            go.Scatter(
+                x=[t, t], y=[-0.5, p - 0.5], mode="lines", line=dict(color="#222222", width=2),
+                hoverinfo="skip", showlegend=False, xaxis=xa, yaxis=ya,
+            ),
+        ]  # fmt: skip
+
+    frame_traces = [
+        [tr for s, (xa, ya, _) in zip(scheds, axes, strict=True) for tr in veil(t, xa, ya, s.p)]
+        for t in times
+    ]
+    fig = animation(
+        frame_traces, [f"{t:g}" for t in times], slider_prefix="time = ",
+        title_text=title, barmode="overlay", height=plot_px + margin["t"] + margin["b"],
+        annotations=notes, legend=dict(_TOP_LEGEND, y=1 + 26 / plot_px), margin=margin,
+        **layout,
+    )  # fmt: skip
+    # Scatter traces draw above bars whatever their order, so the frames (veils, traces
+    # 0..) stay small and the bars, added after, never change.
+    shown = set()
+    for s, (xa, ya, _) in zip(scheds, axes, strict=True):
+        for tr in gantt_traces(s, color_by=color_by, xaxis=xa, yaxis=ya):
+            tr.update(showlegend=tr.showlegend is not False and tr.name not in shown)
+            shown.add(tr.name)
+            fig.add_trace(tr)
+    return fig
+
+
+def bubble_vs_m(p: int, ms: Sequence[int], vs=(2, 4)):
+    """Simulated bubble fraction against m for each schedule (markers) on top of the
+    published closed forms (lines), plus GPipe's bubble-over-total-time definition."""
+    fig = new_figure(
+        title_text=f"Bubble against micro-batches, p = {p}",
+        xaxis=dict(type="log", title_text="micro-batches per step m", dtick=np.log10(2)),
+        yaxis=dict(type="log", title_text="bubble fraction (idle / ideal time)"),
+        height=620, legend=dict(x=0.0, y=-0.18, yanchor="top"), margin=dict(b=200),
+    )  # fmt: skip
+    ms = np.asarray(ms)
+    rows = [("1f1b", 1, "GPipe and 1F1B: (p-1)/m", "solid")]
+    rows += [("interleaved", v, f"interleaved, v = {v}: (p-1)/(vm)", "dash") for v in vs]
+    rows += [("zb-h1", 1, "ZB-H1: (p-1)/(3m)", "dot")]
+    colors = ["#4292C6", "#F16913", "#A63603", "#41AB5D"]
+    for (name, v, label, dash), color in zip(rows, colors, strict=False):
+        ok = ms % p == 0 if name == "interleaved" else ms >= (p if name == "zb-h1" else 1)
+        xs = ms[ok]
+        closed = [P.bubble_closed_form(name, p, int(m), v) for m in xs]
+        sim = [P.bubble_fraction(P.schedule(name, p, int(m), v)) for m in xs]
+        fig.add_scatter(x=xs, y=closed, mode="lines", name=label, line=dict(color=color, dash=dash))
+        fig.add_scatter(
+            x=xs, y=sim, mode="markers", marker=dict(color=color, size=8, symbol="circle-open"),
+            name="simulated", showlegend=name == "1f1b", legendgroup="sim",
+            hovertemplate="m = %{x}: simulated %{y:.4g}<extra></extra>",
+        )  # fmt: skip
+    gp = [P.bubble_closed_form("gpipe", p, int(m), of="total") for m in ms]
+    fig.add_scatter(
+        x=ms, y=gp, mode="lines", line=dict(color="#555555", dash="longdash", width=1.5),
+        name="GPipe's own definition (idle / total): (p-1)/(m+p-1)",
+    )  # fmt: skip
+    return fig
+
+
+def in_flight_bars(scheds: Mapping[str, object]):
+    """Peak micro-batches of activations each stage holds, per schedule (grouped bars)."""
+    first = next(iter(scheds.values()))
+    fig = new_figure(
+        title_text=f"Peak activations held, p = {first.p}, m = {first.m}",
+        barmode="group", xaxis_title_text="pipeline stage (GPU)", height=460,
+        yaxis_title_text="peak in flight (micro-batches)", margin=dict(t=90),
+        legend=dict(_TOP_LEGEND, y=1.02),
+    )  # fmt: skip
+    colors = ["#4292C6", "#F16913", "#A63603", "#41AB5D", "#777777"]
+    for (label, s), color in zip(scheds.items(), colors, strict=False):
+        fig.add_bar(x=list(range(s.p)), y=P.peak_in_flight(s), name=label, marker_color=color)
+    fig.update_xaxes(tickmode="linear", dtick=1)
+    return fig
+
+
+def in_flight_over_time(scheds: Mapping[str, object], stage: int = 0):
+    """Micro-batches in flight on one stage over time, per schedule (step lines)."""
+    fig = new_figure(
+        title_text=f"Activations held by stage {stage} over one step",
+        xaxis_title_text=TIME_TITLE, yaxis_title_text="in flight (micro-batches)", height=420,
+        legend=dict(_TOP_LEGEND, y=1.02), margin=dict(t=90),
+    )  # fmt: skip
+    colors = ["#4292C6", "#F16913", "#A63603", "#41AB5D"]
+    for (label, s), color in zip(scheds.items(), colors, strict=False):
+        t, n = P.in_flight_timeline(s, stage)
+        t, n = np.concatenate([[0.0], t, [s.makespan]]), np.concatenate([[0.0], n, [n[-1]]])
+        fig.add_scatter(x=t, y=n, mode="lines", line_shape="hv", name=label, line_color=color)
+    return fig
+
+
+def microbatch_tradeoff(batch, ps, bs, t_f_sample=1.0, t_b_sample=2.0, b_half=4.0):
+    """1F1B step time against micro-batch size b for a fixed batch (m = batch / b), one
+    curve per pipeline depth p, with the model's optimum sqrt(batch b_half / (p - 1))."""
+    fig = new_figure(
+        title_text=f"1F1B step time against micro-batch size, B = {batch}",
+        xaxis=dict(type="log", title_text="micro-batch size b (samples)", dtick=np.log10(2)),
+        yaxis=dict(title_text="step time (units of t_f per sample at full efficiency)"),
+        height=460, legend=dict(x=0.0, y=1.0),
+    )  # fmt: skip
+    for k, p in enumerate(ps):
+        y = [P.step_time("1f1b", p, batch, b, t_f_sample, t_b_sample, b_half) for b in bs]
+        fig.add_scatter(x=bs, y=y, mode="lines+markers", name=f"p = {p}", line_color=rank_color(k))
+        best = P.best_microbatch_size(batch, p, b_half)
+        fig.add_vline(x=best, line=dict(color=rank_color(k), dash="dot", width=1))
+    fig.add_scatter(
+        x=[None], y=[None], mode="lines", line=dict(color="#555555", dash="dot", width=1),
+        name="optimum b* = sqrt(batch b_half / (p-1))",
+    )  # fmt: skip
+    return fig
+
+
+def memory_figure(params, bytes_per_param: Mapping[str, float], gpus: Mapping[str, float]):
+    """Model states (GB) against parameter count for several bytes-per-parameter budgets,
+    with horizontal lines at GPU memory sizes."""
+    params = np.asarray(params, dtype=float)
+    fig = new_figure(
+        title_text="Model states against one GPU's memory (dashed)",
+        xaxis=dict(type="log", title_text="parameters"),
+        yaxis=dict(type="log", title_text="memory (GB, 1e9 bytes)"),
+        height=480, legend=dict(x=0.0, y=1.0, yanchor="top"),
+    )  # fmt: skip
+    for k, (label, bpp) in enumerate(bytes_per_param.items()):
+        gb = P.model_state_bytes(params, bpp) / 1e9
+        fig.add_scatter(
+            x=params, y=gb, mode="lines", name=f"{label}: {bpp:g} B/param",
+            line=dict(color=["#4292C6", "#F16913", "#A63603"][k % 3], width=2.5),
+            hovertemplate="%{x:.3s} params: %{y:.4g} GB<extra></extra>",
+        )  # fmt: skip
+    same: dict[float, list[str]] = {}  # one line per memory size, e.g. "A100 / H100"
+    for label, gb in gpus.items():
+        same.setdefault(float(gb), []).append(label.replace(f" {gb:g}GB", ""))
+    gpus = {f"{' / '.join(names)} {gb:g} GB": gb for gb, names in same.items()}
+    for label, gb in gpus.items():  # traces, not hlines: annotations misplace on log axes
+        fig.add_scatter(
+            x=[params[0], params[-1]], y=[gb, gb], mode="lines+text", text=["", label],
+            textposition="top left", line=dict(color=NEUTRAL, dash="dash", width=1.5),
+            showlegend=False, hovertemplate=f"{label}: {gb:g} GB<extra></extra>",
+        )  # fmt: skip
+    return fig
+
+
+def memory_per_gpu(params, bytes_per_param=16, gpu_gb=80.0, max_gpus=64):
+    """Model states per GPU when the model is cut evenly across 1..max_gpus GPUs, against
+    one GPU's memory; the fewest GPUs that fit is marked."""
+    n = np.arange(1, max_gpus + 1)
+    per = P.model_state_bytes(params, bytes_per_param) / n / 1e9
+    need = P.min_gpus(params, bytes_per_param, gpu_gb)
+    fig = new_figure(
+        title_text=f"{params / 1e9:g}B params x {bytes_per_param:g} B: {need} GPUs "
+        f"of {gpu_gb:g} GB",
+        xaxis=dict(title_text="GPUs the model states are cut across"),
+        yaxis=dict(type="log", title_text="model states per GPU (GB)"), height=420,
+        legend=dict(x=1.0, xanchor="right", y=1.0),
+    )  # fmt: skip
+    fig.add_scatter(x=n, y=per, mode="lines+markers", name="per GPU", marker_size=5,
+                    line_color="#4292C6")  # fmt: skip
+    fig.add_scatter(
+        x=[1, max_gpus], y=[gpu_gb, gpu_gb], mode="lines", name=f"{gpu_gb:g} GB per GPU",
+        line=dict(color="#A63603", dash="dash"),
+    )  # fmt: skip
+    if need <= max_gpus:
+        fig.add_scatter(x=[need], y=[per[need - 1]], mode="markers", name=f"{need} GPUs fit",
+                        marker=dict(color="#A63603", size=12, symbol="star"))  # fmt: skip
+    return fig
+
+
+def cuts_figure(n_layers=4, p=4):
+    """The two ways to cut a model over p GPUs: whole layers per GPU (pipeline, left) or a
+    slice of every layer per GPU (tensor, right). Squares are weight blocks coloured by
+    the GPU that holds them."""
+    owners = P.layer_owners(n_layers, p)
+    fig = new_figure(
+        title_text=f"{n_layers} layers on {p} GPUs; colour: the GPU holding a block",
+        height=170 + 50 * n_layers, showlegend=True, margin=dict(t=100),
+        xaxis=dict(domain=[0, 0.44], showticklabels=False, showgrid=False,
+                   title_text="weights of a layer (columns)"),
+        xaxis2=dict(domain=[0.56, 1], showticklabels=False, showgrid=False, anchor="y2",
+                    title_text="weights of a layer (columns)"),
+        yaxis=dict(autorange="reversed", title_text="layer", tickmode="array",
+                   tickvals=list(range(n_layers)), showgrid=False),
+        yaxis2=dict(autorange="reversed", anchor="x2", tickmode="array",
+                    tickvals=list(range(n_layers)), showgrid=False, matches="y"),
+        annotations=[
+            dict(text="vertical cut: pipeline<br>(whole layers)", x=0.22, y=1.02,
+                 xref="paper", yref="paper", showarrow=False, yanchor="bottom", font_size=14),
+            dict(text="horizontal cut: tensor<br>(a slice of every layer)", x=0.78, y=1.02,
+                 xref="paper", yref="paper", showarrow=False, yanchor="bottom", font_size=14),
+        ],
+        legend=dict(orientation="h", y=-0.15),
+    )  # fmt: skip
+    for r in range(p):
+        for k, (xa, ya, cells) in enumerate(
+            (
+                ("x", "y", [(col, lay) for lay in range(n_layers) for col in range(p)
+                            if owners[lay] == r]),
+                ("x2", "y2", [(r, lay) for lay in range(n_layers)]),
+            )
+        ):  # fmt: skip
+            fig.add_scatter(
+                x=[c for c, _ in cells], y=[lay for _, lay in cells], mode="markers",
+                marker=dict(symbol="square", size=40, color=rank_color(r)),
+                name=f"GPU {r}", legendgroup=f"gpu{r}", showlegend=k == 0, xaxis=xa, yaxis=ya,
+                hovertemplate=f"GPU {r}: layer %{{y}}, column block %{{x}}<extra></extra>",
+            )  # fmt: skip
+    return fig

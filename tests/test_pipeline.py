@@ -1,0 +1,397 @@
+"""scaleout.pipeline (schedules, bubbles, memory), its figures, and the pipeline demo on real
+processes (scaleout.dist.run and torchrun) against the single-process model."""
+
+from __future__ import annotations
+
+import os
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from scaleout import pipeline as P
+from scaleout import viz
+from scaleout.viz import pipeline as VP
+
+SETTINGS = settings(max_examples=60, deadline=None)
+TORCHRUN = Path(sys.executable).with_name("torchrun")
+
+
+@st.composite
+def configs(draw, names=P.SCHEDULES):
+    """(name, p, m, v) with p in 1..16, m in 1..64; interleaved: v in 2..4 and p | m."""
+    name = draw(st.sampled_from(names))
+    p = draw(st.integers(1, 16))
+    if name == "interleaved":
+        return name, p, p * draw(st.integers(1, 64 // p)), draw(st.integers(2, 4))
+    return name, p, draw(st.integers(1, 64)), 1
+
+
+def producer(s, i):
+    """The operation whose output operation i consumes, found from the definitions (not
+    from the library's ``dep``): (phase, virtual stage, micro-batch) or None."""
+    vs = int(s.chunk[i]) * s.p + int(s.stage[i])
+    ph, j, last = s.phase[i], int(s.microbatch[i]), s.p * s.v - 1
+    if ph == "F":
+        return ("F", vs - 1, j) if vs > 0 else None
+    if ph == "B":
+        return ("F", vs, j) if vs == last else ("B", vs + 1, j)
+    return ("B", vs, j)
+
+
+# ------------------------------------------------------------------ schedule invariants
+
+
+@given(configs(), st.floats(0.1, 5), st.floats(0.1, 5))
+@SETTINGS
+def test_schedule_is_a_valid_timeline(cfg, t_f, t_b):
+    name, p, m, v = cfg
+    s = P.schedule(name, p, m, v, t_f=t_f, t_b=t_b)
+    vs = s.chunk * p + s.stage
+    key = {
+        (str(ph), int(a), int(j)): k
+        for k, (ph, a, j) in enumerate(zip(s.phase, vs, s.microbatch, strict=True))
+    }
+    phases = ("F", "B", "W") if name == "zb-h1" else ("F", "B")
+    # every (phase, virtual stage, micro-batch) exactly once
+    assert len(key) == len(s.phase) == len(phases) * p * v * m
+    assert set(key) == {(ph, a, j) for ph in phases for a in range(p * v) for j in range(m)}
+    # no stage runs two operations at once
+    for r in range(p):
+        sel = np.flatnonzero(s.stage == r)
+        order = sel[np.argsort(s.start[sel])]
+        assert np.all(s.start[order][1:] >= s.end[order][:-1] - 1e-9)
+    # no operation starts before the operation it needs has ended
+    for i in range(len(s.phase)):
+        need = producer(s, i)
+        if need is not None:
+            assert s.end[key[need]] <= s.start[i] + 1e-9
+    # and nothing waits needlessly: each op starts when its stage and its input are ready
+    for r in range(p):
+        free = 0.0
+        for i in np.flatnonzero(s.stage == r)[np.argsort(s.start[s.stage == r])]:
+            need = producer(s, i)
+            ready = max(free, s.end[key[need]] if need is not None else 0.0)
+            assert s.start[i] == pytest.approx(ready, abs=1e-9)
+            free = s.end[i]
+
+
+@given(configs(("gpipe", "1f1b")), st.floats(0.1, 5), st.floats(0.1, 5))
+@SETTINGS
+def test_gpipe_and_1f1b_bubble_is_p_minus_1_over_m(cfg, t_f, t_b):
+    name, p, m, _ = cfg
+    s = P.schedule(name, p, m, t_f=t_f, t_b=t_b)
+    assert P.bubble_fraction(s) == pytest.approx((p - 1) / m, rel=1e-9, abs=1e-12)
+    assert P.bubble_closed_form(name, p, m) == pytest.approx((p - 1) / m)
+    assert s.makespan == pytest.approx((m + p - 1) * (t_f + t_b), rel=1e-9)
+    # GPipe's own definition: bubble over total time (K-1)/(M+K-1)
+    assert P.bubble_fraction(s, of="total") == pytest.approx((p - 1) / (m + p - 1), abs=1e-12)
+    assert P.bubble_closed_form(name, p, m, of="total") == pytest.approx((p - 1) / (m + p - 1))
+
+
+@given(configs(("interleaved",)))
+@SETTINGS
+def test_interleaved_bubble_is_p_minus_1_over_v_m(cfg):
+    _, p, m, v = cfg
+    s = P.schedule("interleaved", p, m, v)
+    assert P.bubble_fraction(s) == pytest.approx((p - 1) / (v * m), abs=1e-12)
+    assert P.bubble_closed_form("interleaved", p, m, v) == pytest.approx((p - 1) / (v * m))
+
+
+@given(st.integers(1, 16), st.integers(0, 48))
+@SETTINGS
+def test_zb_h1_bubble_is_a_third_of_1f1b(p, extra):
+    m = p + extra  # the closed form holds once there is a steady state (m >= p)
+    s = P.schedule("zb-h1", p, m)  # t_f = 1, t_b = 2, t_w = 1: T_F = T_B = T_W
+    assert P.bubble_fraction(s) == pytest.approx((p - 1) / (3 * m), abs=1e-12)
+    assert P.bubble_fraction(s) * 3 == pytest.approx(P.bubble_fraction(P.schedule("1f1b", p, m)))
+    assert list(P.peak_in_flight(s)) == [min(p, m)] * p  # the peak of 1F1B's stage 0
+
+
+@given(st.integers(1, 16), st.integers(1, 64))
+@SETTINGS
+def test_naive_uses_one_stage_at_a_time(p, m):
+    s = P.schedule("naive", p, m)
+    assert s.utilization() == pytest.approx(1 / p)
+    assert P.bubble_fraction(s) == pytest.approx(p - 1) == P.bubble_closed_form("naive", p, m)
+    starts, ends = np.sort(s.start), np.sort(s.end)
+    assert np.all(starts[1:] >= ends[:-1] - 1e-9)  # never two operations at the same time
+
+
+@given(st.integers(1, 16), st.integers(1, 64))
+@SETTINGS
+def test_in_flight_1f1b_min_p_minus_r_m_and_gpipe_m(p, m):
+    s = P.schedule("1f1b", p, m)
+    assert list(P.peak_in_flight(s)) == [min(p - r, m) for r in range(p)]
+    assert list(P.peak_in_flight(P.schedule("gpipe", p, m))) == [m] * p
+    for r in range(p):  # stage r warms up with p - r - 1 forwards, then F B F B ...
+        ops = s.ops(r)
+        warm = min(p - r - 1, m)
+        assert [ph for ph, _, _ in ops[:warm]] == ["F"] * warm
+        if m > warm:
+            assert [ph for ph, _, _ in ops[warm : warm + 2]] == ["F", "B"]
+
+
+@given(configs(("interleaved",)))
+@SETTINGS
+def test_interleaved_in_flight_and_traffic(cfg):
+    _, p, m, v = cfg
+    s = P.schedule("interleaved", p, m, v)
+    want = [min(p + (p - 2 * r - 1) / v, m) for r in range(p)]  # warm-up 2(p-r-1) + (v-1)p
+    np.testing.assert_allclose(P.peak_in_flight(s), want)
+    msgs = P.p2p_messages(s)
+    assert msgs.sum() == (0 if p == 1 else 2 * m * (p * v - 1))  # m per boundary and way
+    if p > 2:  # every device sends v times the traffic of the plain pipeline's middle stage
+        assert msgs[1].sum() == 2 * m * v
+
+
+@given(configs(("gpipe", "1f1b", "zb-h1", "naive")))
+@SETTINGS
+def test_p2p_messages_per_step(cfg):
+    name, p, m, _ = cfg
+    msgs = P.p2p_messages(P.schedule(name, p, m))
+    expected = np.zeros((p, p), dtype=int)
+    for r in range(p - 1):
+        expected[r, r + 1] = expected[r + 1, r] = m  # activations forward, gradients back
+    np.testing.assert_array_equal(msgs, expected)
+
+
+def test_stage_order_examples():
+    # 1F1B on 4 stages, 4 micro-batches: Narayanan et al. 2021, figure 4 (top)
+    o = P.stage_order("1f1b", 4, 4)
+    assert [f"{ph}{j}" for ph, j, _ in o[0]] == "F0 F1 F2 F3 B0 B1 B2 B3".split()
+    assert [f"{ph}{j}" for ph, j, _ in o[3]] == "F0 B0 F1 B1 F2 B2 F3 B3".split()
+    assert [f"{ph}{j}" for ph, j, _ in o[1]] == "F0 F1 F2 B0 F3 B1 B2 B3".split()
+    # interleaved, device 0 of p = 4, v = 2, m = 8: 2 (p - 1) + (v - 1) p = 10 warm-up
+    # forwards, then one more forward before its first backward (of chunk 1)
+    inter = P.stage_order("interleaved", 4, 8, 2)[0]
+    assert sum(1 for ph, _, _ in inter[: inter.index(("B", 0, 1))] if ph == "F") == 11
+    # zb-h1: stage r defers its first W until after B r
+    z = P.stage_order("zb-h1", 4, 6)[2]
+    first_w = next(k for k, op in enumerate(z) if op[0] == "W")
+    assert z[first_w - 1] == ("B", 2, 0) and z[first_w] == ("W", 0, 0)
+
+
+def test_ops_of_the_simulation_follow_stage_order():
+    for name, v in (("gpipe", 1), ("1f1b", 1), ("interleaved", 2), ("zb-h1", 1)):
+        s = P.schedule(name, 4, 8, v)
+        assert [s.ops(r) for r in range(4)] == P.stage_order(name, 4, 8, v)
+
+
+def test_published_example_values():
+    # Narayanan et al.: p = 8, m = 32 (their "m >> p" advice); interleaving v = 2 halves it
+    assert P.bubble_fraction(P.schedule("1f1b", 8, 32)) == pytest.approx(7 / 32)
+    assert P.bubble_fraction(P.schedule("interleaved", 8, 32, 2)) == pytest.approx(7 / 64)
+    # GPipe (Huang et al.): overhead negligible when M >= 4K; K = 4, M = 16: 3/19 of time
+    assert P.bubble_fraction(P.schedule("gpipe", 4, 16), of="total") == pytest.approx(3 / 19)
+
+
+def test_zb_h1_respects_t_w():
+    s = P.schedule("zb-h1", 4, 8, t_f=1.0, t_b=2.0, t_w=0.5)
+    assert set(np.round(s.end - s.start, 9)) == {1.0, 1.5, 0.5}
+    assert P.peak_in_flight(s).max() <= 4
+
+
+def test_idle_intervals_and_utilization_add_up():
+    s = P.schedule("1f1b", 4, 6)
+    st_, a, b = P.idle_intervals(s)
+    idle = np.bincount(st_, weights=b - a, minlength=4)
+    np.testing.assert_allclose(idle + s.busy(), s.makespan)
+    assert s.utilization() == pytest.approx(1 / (1 + P.bubble_fraction(s)))
+
+
+def test_timeline_from_records():
+    rec = [(1, "F", 0, 10.5, 11.0), (0, "F", 0, 10.0, 10.5), (1, "B", 0, 11.0, 12.0)]
+    tl = P.timeline_from_records(rec, p=2)
+    assert tl.ops(1) == [("F", 0, 0), ("B", 0, 0)]
+    assert tl.start.min() == 0 and tl.makespan == pytest.approx(2.0)
+    with pytest.raises(ValueError, match="records"):
+        P.timeline_from_records([(2, "F", 0, 0.0, 1.0)], p=2)
+
+
+# ---------------------------------------------------------------------------- bad inputs
+
+
+@pytest.mark.parametrize(
+    "kwargs, match",
+    [
+        (dict(name="pipedream", p=4, m=8), "name must be one of"),
+        (dict(name="1f1b", p=0, m=8), r"p must be an integer in 1\.\.1024"),
+        (dict(name="1f1b", p=4, m=0), r"m must be an integer in 1\.\."),
+        (dict(name="1f1b", p=True, m=8), "p must be an integer"),
+        (dict(name="1f1b", p=4.0, m=8), "p must be an integer"),
+        (dict(name="interleaved", p=4, m=8, v=1), "v .* must be >= 2"),
+        (dict(name="interleaved", p=4, m=6, v=2), "m must be a multiple of p"),
+        (dict(name="gpipe", p=4, m=8, v=2), "v must be 1"),
+        (dict(name="1f1b", p=4, m=8, t_f=0), "t_f must be a finite number > 0"),
+        (dict(name="1f1b", p=4, m=8, t_b=float("inf")), "t_b must be"),
+        (dict(name="zb-h1", p=4, m=8, t_w=2.0), "t_w must be < t_b"),
+        (dict(name="1f1b", p=4, m=8, t_w=1.0), "t_w is only used by 'zb-h1'"),
+    ],
+)
+def test_bad_schedule_inputs_raise(kwargs, match):
+    with pytest.raises(ValueError, match=match):
+        P.schedule(**kwargs)
+
+
+def test_other_bad_inputs_raise():
+    s = P.schedule("1f1b", 2, 2)
+    with pytest.raises(ValueError, match="of must be"):
+        P.bubble_fraction(s, of="gpipe")
+    with pytest.raises(ValueError, match="m must be >= p"):
+        P.bubble_closed_form("zb-h1", 8, 4)
+    with pytest.raises(ValueError, match="stage must be"):
+        P.in_flight_timeline(s, 2)
+    with pytest.raises(ValueError, match="params must be"):
+        P.model_state_bytes(-1)
+    with pytest.raises(ValueError, match="gpu_gb"):
+        P.min_gpus(1e9, 16, 0)
+    with pytest.raises(ValueError, match="p must be <= n_layers"):
+        P.layer_owners(3, 4)
+    with pytest.raises(ValueError, match="b must divide batch"):
+        P.step_time("1f1b", 4, 100, 3)
+    with pytest.raises(ValueError, match="b must be finite and > 0"):
+        P.microbatch_time(0, 1.0, 4.0)
+
+
+# ------------------------------------------------------------------ memory and trade-offs
+
+
+def test_model_state_memory():
+    assert P.model_state_bytes(1e12, 16) == 16e12  # 16 TB for 1T parameters, not 24 TB
+    assert P.model_state_bytes(7.5e9, 16) == 120e9  # ZeRO paper's baseline example
+    assert P.min_gpus(1e12, 16, 80) == 200
+    assert P.min_gpus(1e9, 16, 80) == 1 and P.min_gpus(5e9, 16, 80) == 1
+    assert P.min_gpus(5.1e9, 16, 80) == 2
+    np.testing.assert_array_equal(P.model_state_bytes([1e9, 2e9], 2), [2e9, 4e9])
+    assert P.BYTES_PER_PARAM["mixed-precision Adam (ZeRO's 2 + 2 + 12)"] == 2 + 2 + 12
+
+
+@given(st.integers(1, 200), st.integers(1, 64))
+@SETTINGS
+def test_layer_owners_are_contiguous_and_balanced(n, p):
+    if p > n:
+        return
+    owners = P.layer_owners(n, p)
+    assert np.all(np.diff(owners) >= 0) and set(owners) == set(range(p))
+    counts = np.bincount(owners)
+    assert counts.max() - counts.min() <= 1
+
+
+@given(st.sampled_from([2, 4, 8]), st.sampled_from([1, 2, 4, 8, 16]), st.floats(0.0, 16.0))
+@SETTINGS
+def test_step_time_matches_narayanan_formula(p, b, b_half):
+    batch = 64
+    t = P.step_time("1f1b", p, batch, b, 1.0, 2.0, b_half)
+    tf, tb = P.microbatch_time(b, 1.0, b_half), P.microbatch_time(b, 2.0, b_half)
+    assert t == pytest.approx((batch / b + p - 1) * (tf + tb))
+
+
+@given(st.integers(2, 32), st.sampled_from([64, 256, 1024]), st.floats(0.5, 16.0))
+@SETTINGS
+def test_best_microbatch_size_minimises_the_model(p, batch, b_half):
+    best = P.best_microbatch_size(batch, p, b_half)
+    grid = np.linspace(0.5, batch, 20001)
+    cost = (batch / grid + p - 1) * (grid + b_half)
+    assert abs(best - grid[np.argmin(cost)]) <= max(0.05 * best, 2 * (grid[1] - grid[0]))
+
+
+def test_activation_message_bytes():
+    # GPT-3-like: b = 1, s = 2048, h = 12288 in bf16: 50.3 MB per message
+    assert P.activation_message_bytes(1, 2048, 12288) == 2048 * 12288 * 2
+    with pytest.raises(ValueError, match="h must be"):
+        P.activation_message_bytes(1, 2048, 0)
+
+
+# -------------------------------------------------------------------------------- figures
+
+
+def test_gantt_draws_every_operation_once():
+    s = P.schedule("interleaved", 4, 8, 2)
+    fig = VP.gantt(s, title="t")
+    bars = [t for t in fig.data if t.name != "idle (bubble)"]
+    assert sum(len(t.x) for t in bars) == len(s.phase)
+    assert fig.layout.xaxis.title.text and fig.layout.yaxis.title.text
+    assert viz.figure_spec(fig)  # serialisable
+    fig = VP.gantt(s, color_by="stage")
+    drawn = [t for t in fig.data if t.hoverinfo == "text"]  # not idle bars or legend swatches
+    assert sum(len(t.x) for t in drawn) == len(s.phase)
+    assert {c for t in drawn for c in t.marker.color} == {viz.rank_color(r) for r in range(4)}
+    with pytest.raises(ValueError, match="color_by"):
+        VP.gantt(s, color_by="rank")
+
+
+def test_schedules_animation_frames_only_move_the_veil():
+    scheds = [P.schedule(n, 4, 8, 2 if n == "interleaved" else 1) for n in P.SCHEDULES[1:]]
+    fig = VP.schedules_animation(scheds, frames=40)
+    assert 2 <= len(fig.frames) <= viz.MAX_FRAMES
+    assert all(len(f.data) == 2 * len(scheds) for f in fig.frames)
+    assert all(t.type == "scatter" for t in fig.data[: 2 * len(scheds)])
+    labels = [s.label for s in fig.layout.sliders[0].steps]
+    assert labels[0] == "0" and float(labels[-1]) == pytest.approx(max(s.makespan for s in scheds))
+    with pytest.raises(ValueError, match="at least one"):
+        VP.schedules_animation([])
+
+
+def test_other_figures_build():
+    sc = {"GPipe": P.schedule("gpipe", 4, 8), "1F1B": P.schedule("1f1b", 4, 8)}
+    for fig in (
+        VP.bubble_vs_m(4, [1, 2, 4, 8, 16]),
+        VP.in_flight_bars(sc),
+        VP.in_flight_over_time(sc),
+        VP.microbatch_tradeoff(64, [2, 4], [1, 2, 4, 8, 16, 32, 64]),
+        VP.memory_figure([1e9, 1e12], P.BYTES_PER_PARAM, P.GPU_MEMORY_GB),
+        VP.memory_per_gpu(70e9),
+        VP.cuts_figure(4, 4),
+    ):
+        spec = viz.figure_spec(fig)
+        assert spec["layout"]["xaxis"]["title"]["text"]
+
+
+# ------------------------------------------------------------- on real processes (gloo)
+
+
+@pytest.mark.slow
+@pytest.mark.timeout(300)
+@pytest.mark.parametrize(
+    "name, p, m", [("naive", 4, 2), ("gpipe", 4, 6), ("1f1b", 4, 8), ("1f1b", 3, 2),
+                   ("interleaved", 2, 4), ("zb-h1", 4, 5)],
+)  # fmt: skip
+def test_pipeline_demo_matches_single_process_and_simulation(name, p, m):
+    from scaleout.demos.pipeline import check_pipeline
+    from scaleout.dist import run
+
+    results = run(check_pipeline, p, kwargs={"name": name, "m": m}, timeout=120)
+    sched = P.schedule(name, p, m, 2 if name == "interleaved" else 1)
+    for rank, res in enumerate(results):
+        assert res["grad_err"] < 1e-12 and res["output_err"] < 1e-12
+        assert res["order_ok"] and res["log"] == sched.ops(rank)
+        assert res["peak_ok"] and res["peak"] == pytest.approx(P.peak_in_flight(sched)[rank])
+    assert results[-1 if name != "interleaved" else p - 1]["log"]
+
+
+@pytest.mark.slow
+@pytest.mark.timeout(200)
+@pytest.mark.skipif(not TORCHRUN.exists(), reason="torchrun not installed next to python")
+def test_pipeline_demo_under_torchrun():
+    cmd = [str(TORCHRUN), "--standalone", "--nproc-per-node", "4"]
+    cmd += ["-m", "scaleout.demos.pipeline", "--microbatches", "8"]
+    env = {**os.environ, "OMP_NUM_THREADS": "1"}
+    proc = subprocess.run(cmd, capture_output=True, text=True, timeout=180, env=env)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    for name in P.SCHEDULES:
+        assert re.search(rf"^{name}\s+p=4 m=8 .* ok$", proc.stdout, re.M), proc.stdout
+    assert "MISMATCH" not in proc.stdout
+
+
+def test_pipeline_demo_rejects_bad_arguments():
+    from scaleout.demos.pipeline import main
+
+    with pytest.raises(SystemExit) as info:
+        main(["--microbatches", "0"])
+    assert info.value.code == 2
