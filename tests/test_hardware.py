@@ -4,6 +4,8 @@ import dataclasses
 
 import numpy as np
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 from scaleout import hardware as hw
 
@@ -89,3 +91,143 @@ def test_unit_helpers():
             hw.gbit_per_s_to_gbyte_per_s(bad)
         with pytest.raises(ValueError, match="x must be"):
             hw.gbyte_per_s_to_gbit_per_s(bad)
+
+
+# --- Chapter 8 tables: NVLink, NVSwitch, systems, PCIe, NICs, and the Bandwidth unit -------
+
+
+@given(
+    value=st.floats(0, 1e6, allow_nan=False),
+    unit=st.sampled_from(sorted(hw.UNITS)),
+    direction=st.sampled_from(hw.DIRECTIONS),
+)
+def test_bandwidth_round_trips_and_keeps_units_apart(value, unit, direction):
+    bw = hw.Bandwidth.of(value, unit, direction)
+    assert bw.to(unit, direction) == pytest.approx(value, rel=1e-12, abs=1e-300)
+    assert bw.to(unit, "bidirectional") == pytest.approx(2 * bw.to(unit, "per direction"))
+    assert bw.to("Gb/s", direction) == pytest.approx(8 * bw.to("GB/s", direction))
+    assert bw.to("TB/s", direction) == pytest.approx(bw.to("GB/s", direction) / 1000)
+
+
+def test_bandwidth_of_a_400g_nic_and_an_h100():
+    nic = hw.Bandwidth.of(400, "Gb/s", "per direction")
+    assert nic.to("GB/s", "per direction") == 50 and nic.to("GB/s", "bidirectional") == 100
+    assert nic.label("GB/s", "bidirectional", "per NIC") == "100 GB/s bidirectional, per NIC"
+    h100 = hw.nvlink_generation(4)
+    assert h100.per_gpu.to("GB/s", "per direction") == 450
+    assert h100.per_gpu.to("Gb/s", "per direction") == 3600
+    # a ratio of two Bandwidths is like with like: 9, never the 18 of mixed directions
+    assert h100.per_gpu / nic == 9.0
+    assert (18 * h100.per_link) == h100.per_gpu
+    assert (h100.per_gpu / 18) == h100.per_link and nic + nic == 2 * nic
+
+
+def test_bandwidth_rejects_unlabelled_or_bad_values():
+    with pytest.raises(ValueError, match="unit must be one of"):
+        hw.Bandwidth.of(1, "GBps", "per direction")
+    with pytest.raises(ValueError, match="direction must be one of"):
+        hw.Bandwidth.of(1, "GB/s", "both")
+    with pytest.raises(ValueError, match="direction must be one of"):
+        hw.Bandwidth.of(1, "GB/s", "per direction").to("GB/s", "duplex")
+    with pytest.raises(ValueError, match="value must be"):
+        hw.Bandwidth.of(-1, "GB/s", "per direction")
+    with pytest.raises(ValueError, match="bytes_per_s must be"):
+        hw.Bandwidth(float("nan"))
+    with pytest.raises(ValueError, match="zero bandwidth"):
+        hw.Bandwidth(1.0) / hw.Bandwidth(0.0)
+
+
+@pytest.mark.parametrize("row", hw.NVLINK_GENERATIONS, ids=lambda r: r.gpu)
+def test_nvlink_rows_are_self_consistent_and_sourced(row):
+    assert row.per_gpu == row.links * row.per_link  # per GPU = links x per link
+    assert row.per_gpu.to("GB/s", "bidirectional") == 2 * row.per_gpu.to("GB/s", "per direction")
+    assert row.per_gpu.to("GB/s", "bidirectional") == row.gpu_gb_per_s_bidirectional
+    assert hw.link(row.preset).gb_per_s == row.per_gpu.to("GB/s", "per direction")
+    assert hw.link(row.preset).links == row.links
+    assert row.source and ("whitepaper" in row.source or "Brief" in row.source)
+    assert row.secondary == (row.gpu in ("P100", "V100"))
+
+
+def test_nvlink_growth_the_chapter_states():
+    first, last = hw.NVLINK_GENERATIONS[0], hw.NVLINK_GENERATIONS[-1]
+    assert (first.links, first.link_gb_per_s_bidirectional) == (4, 40)
+    h100 = hw.nvlink_generation(4)
+    assert (h100.links, h100.link_gb_per_s_bidirectional) == (18, 50)
+    assert (last.links, last.link_gb_per_s_bidirectional) == (18, 100)
+    years = [r.year for r in hw.NVLINK_GENERATIONS]
+    assert years == sorted(years)
+    with pytest.raises(ValueError, match="generation must be one of"):
+        hw.nvlink_generation(6)
+
+
+@pytest.mark.parametrize("sw", hw.NVSWITCH_GENERATIONS, ids=lambda s: f"gen{s.generation}")
+def test_nvswitch_rows_are_self_consistent_and_sourced(sw):
+    assert sw.per_chip == sw.ports * sw.per_port  # the vendor aggregate = ports x port
+    link = hw.nvlink_generation(sw.nvlink_generation)
+    assert sw.per_port == link.per_link  # a switch port is one NVLink of its generation
+    # enough ports for every link of every GPU of the system it first shipped in
+    assert sw.chips_per_system * sw.ports >= sw.gpus_per_system * link.links
+    assert sw.max_gpus_per_domain >= sw.gpus_per_system and sw.source
+    system = hw.system(sw.system)
+    assert (system.nvswitch_generation, system.gpus_per_nvlink_domain) == (
+        sw.generation,
+        sw.gpus_per_system,
+    )
+
+
+def test_nvswitch_facts_the_chapter_corrects():
+    ports = {sw.generation: sw.ports for sw in hw.NVSWITCH_GENERATIONS}
+    assert ports == {1: 18, 2: 36, 3: 64, 4: 72}  # "18 ports" holds for gen 1 only
+    assert [sw.generation for sw in hw.NVSWITCH_GENERATIONS if sw.ports == 18] == [1]
+    gen4 = hw.NVSWITCH_GENERATIONS[-1]
+    assert (2 * gen4.per_chip).to("TB/s", "bidirectional") == 14.4  # the 144-port tray
+    nvl72 = hw.system("GB200 NVL72")
+    assert gen4.chips_per_system * gen4.ports == nvl72.gpus_per_nvlink_domain * 18  # all used
+    total = (nvl72.nvlink_per_gpu * nvl72.gpus_per_nvlink_domain).to("TB/s", "bidirectional")
+    assert total == pytest.approx(129.6) and round(total, -1) == 130
+    assert hw.system("DGX GH200").gpus_per_nvlink_domain == 256
+    assert [sw.in_switch_reduction for sw in hw.NVSWITCH_GENERATIONS] == [False, False, True, True]
+    assert hw.NVSWITCH_GENERATIONS[1].secondary and "secondary" in hw.NVSWITCH_GENERATIONS[1].note
+
+
+def test_systems_and_the_server_boundary():
+    h100 = hw.system("DGX H100")
+    assert h100.nic_per_gpu == hw.Bandwidth.of(400, "Gb/s", "per direction")
+    assert h100.nvlink_to_network_ratio == 9.0
+    ratios = {s.name: s.nvlink_to_network_ratio for s in hw.SYSTEMS}
+    assert ratios["DGX A100"] == 12 and ratios["DGX B200"] == 18 and ratios["DGX-2"] == 24
+    assert ratios["GB200 NVL72"] is None
+    for s in hw.SYSTEMS:
+        assert s.source and s.nvlink_generation in {r.generation for r in hw.NVLINK_GENERATIONS}
+        assert (s.nics_per_server is None) == (s.nic_gbit_per_s is None)
+    with pytest.raises(ValueError, match="name must be one of"):
+        hw.system("DGX-3")
+
+
+@pytest.mark.parametrize("gen", hw.PCIE_GENERATIONS, ids=lambda g: f"gen{g.generation}")
+def test_pcie_rows(gen):
+    payload, line = gen.encoding
+    expected = gen.gt_per_s * 16 * payload / line / 8  # GB/s per direction, x16
+    assert gen.x(16).to("GB/s", "per direction") == pytest.approx(expected)
+    assert gen.x(16) == 16 * gen.x(1) and gen.source.startswith("PCI-SIG")
+    if f"pcie{gen.generation}-x16" in hw.LINKS:
+        assert hw.link(f"pcie{gen.generation}-x16").gb_per_s == pytest.approx(expected, rel=1e-3)
+    with pytest.raises(ValueError, match="lanes must be one of"):
+        gen.x(3)
+
+
+def test_pcie_doubles_per_generation_and_nvidias_7x():
+    rates = [g.x(16) for g in hw.PCIE_GENERATIONS]
+    assert all(b / a == pytest.approx(2, rel=0.25) for a, b in zip(rates, rates[1:], strict=False))
+    gen5 = hw.PCIE_GENERATIONS[4].x(16)
+    assert hw.nvlink_generation(4).per_gpu / gen5 == pytest.approx(7.14, abs=0.01)  # "over 7x"
+
+
+@pytest.mark.parametrize("nic", hw.NIC_SPEEDS, ids=lambda n: n.adapter)
+def test_nic_rows(nic):
+    assert nic.lanes * nic.lane_gbit_per_s == nic.gbit_per_s
+    assert nic.bandwidth.to("GB/s", "per direction") == nic.gbit_per_s / 8
+    assert nic.source and nic.ethernet == f"{nic.gbit_per_s}GbE"
+    name = f"nic-{nic.gbit_per_s}g"
+    if name in hw.LINKS:
+        assert hw.link(name).gb_per_s == nic.bandwidth.to("GB/s", "per direction")

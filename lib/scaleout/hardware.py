@@ -118,3 +118,327 @@ def link(name: str) -> LinkPreset:
     if name not in LINKS:
         raise ValueError(f"name must be one of {sorted(LINKS)}, got {name!r}")
     return LINKS[name]
+
+
+# --- Units: one stored quantity, so GB and Gb, per direction and both, never mix --------
+
+UNITS: dict[str, float] = {  # bytes per second in one unit
+    "B/s": 1.0,
+    "GB/s": 1e9,
+    "TB/s": 1e12,
+    "Gb/s": 1e9 / BITS_PER_BYTE,
+    "Tb/s": 1e12 / BITS_PER_BYTE,
+}
+DIRECTIONS = ("per direction", "bidirectional")
+
+
+def _check_choice(name: str, value, allowed) -> str:
+    if value not in allowed:
+        raise ValueError(f"{name} must be one of {list(allowed)}, got {value!r}")
+    return value
+
+
+@dataclass(frozen=True, order=True)
+class Bandwidth:
+    """A bandwidth, stored once as bytes per second *in each direction*.
+
+    Build one with :meth:`of` (``Bandwidth.of(400, "Gb/s", "per direction")``) and read it
+    with :meth:`to` or :meth:`label`; both require the unit *and* the direction, so a
+    number never leaves without saying what it is. Bidirectional figures (how NVIDIA
+    quotes NVLink) are twice the per-direction figure; ``Gb/s`` is bits, ``GB/s`` bytes
+    (8 bits each). Arithmetic stays consistent: ``k * bw`` is k links together, and
+    ``bw_a / bw_b`` is a plain ratio of like with like (per direction against per
+    direction, bytes against bytes).
+    """
+
+    bytes_per_s: float  # per direction
+
+    def __post_init__(self):
+        value = _finite("bytes_per_s", self.bytes_per_s)
+        if not isinstance(value, float):
+            raise ValueError(f"bytes_per_s must be one number, got {self.bytes_per_s!r}")
+        object.__setattr__(self, "bytes_per_s", value)
+
+    @classmethod
+    def of(cls, value: float, unit: str, direction: str) -> Bandwidth:
+        """``value`` in ``unit`` (one of ``UNITS``) counted ``direction`` (``DIRECTIONS``)."""
+        _check_choice("unit", unit, UNITS)
+        _check_choice("direction", direction, DIRECTIONS)
+        per_direction = _finite("value", value) * UNITS[unit]
+        return cls(per_direction / 2 if direction == "bidirectional" else per_direction)
+
+    def to(self, unit: str, direction: str) -> float:
+        """This bandwidth as a number of ``unit`` counted ``direction``."""
+        _check_choice("unit", unit, UNITS)
+        _check_choice("direction", direction, DIRECTIONS)
+        factor = 2.0 if direction == "bidirectional" else 1.0
+        return self.bytes_per_s * factor / UNITS[unit]
+
+    def label(self, unit: str = "GB/s", direction: str = "per direction", scope: str = "") -> str:
+        """E.g. ``"450 GB/s per direction, per GPU"`` (three significant digits)."""
+        text = f"{self.to(unit, direction):.4g} {unit} {direction}"
+        return f"{text}, {scope}" if scope else text
+
+    def __mul__(self, k) -> Bandwidth:
+        return Bandwidth(self.bytes_per_s * _finite("k", k))
+
+    __rmul__ = __mul__
+
+    def __add__(self, other: Bandwidth) -> Bandwidth:
+        if not isinstance(other, Bandwidth):
+            return NotImplemented
+        return Bandwidth(self.bytes_per_s + other.bytes_per_s)
+
+    def __truediv__(self, other):
+        if isinstance(other, Bandwidth):
+            if other.bytes_per_s == 0:
+                raise ValueError("cannot divide by a zero bandwidth")
+            return self.bytes_per_s / other.bytes_per_s
+        k = _finite("k", other)
+        if k == 0:
+            raise ValueError("cannot divide a bandwidth by 0")
+        return Bandwidth(self.bytes_per_s / k)
+
+
+# --- NVLink, NVSwitch, systems, PCIe and NICs: the tables behind chapter 8 --------------
+# Vendor NVLink and NVSwitch figures are bidirectional; each row keeps the vendor's own
+# numbers (so the tests can check them against each other) and converts through Bandwidth.
+
+_P100 = "NVIDIA, Tesla P100 whitepaper (2016), NVLink section"
+_V100 = "NVIDIA, Tesla V100 GPU Architecture whitepaper (2017), NVLink section"
+_A100 = "NVIDIA, A100 Tensor Core GPU Architecture whitepaper (2020), NVLink/NVSwitch section"
+_H100 = "NVIDIA, H100 Tensor Core GPU Architecture whitepaper (2022), NVLink section"
+_B200 = "NVIDIA, Blackwell Architecture Technical Brief (2024); NVIDIA NVLink product page"
+_NVS1 = "NVIDIA, NVSwitch Technical Overview whitepaper (2018): 18 ports x 50 GB/s = 900 GB/s"
+_NVS3 = (
+    "NVIDIA developer blog, 'Upgrading Multi-GPU Interconnectivity with the Third-Generation"
+    " NVIDIA NVSwitch' (2022); Ishii & Wells, Hot Chips 34 (2022)"
+)
+_NVS4 = (
+    "NVIDIA NVLink product page: NVLink Switch tray, 144 ports, 14.4 TB/s, 2 chips; "
+    "GB200 NVL72 130 TB/s; DGX SuperPOD GB200 reference architecture (18 switch chips)"
+)
+_GH200 = "NVIDIA developer blog, 'Announcing NVIDIA DGX GH200' (2023): 256 GPUs over NVLink"
+
+
+@dataclass(frozen=True)
+class NVLinkGeneration:
+    """One NVLink generation as one GPU sees it. Bandwidth fields are the vendor's
+    bidirectional GB/s; read them through :attr:`per_link` and :attr:`per_gpu`, both a
+    :class:`Bandwidth`."""
+
+    generation: int
+    gpu: str
+    year: int
+    links: int  # NVLink links per GPU
+    link_gb_per_s_bidirectional: float  # one link, both directions added
+    gpu_gb_per_s_bidirectional: float  # all links of one GPU, as the vendor quotes it
+    source: str
+    secondary: bool = False  # figure not confirmed in the primary source (facts.md)
+
+    @property
+    def per_link(self) -> Bandwidth:
+        """Bandwidth of one link."""
+        return Bandwidth.of(self.link_gb_per_s_bidirectional, "GB/s", "bidirectional")
+
+    @property
+    def per_gpu(self) -> Bandwidth:
+        """Bandwidth of all the GPU's links together (the vendor's per-GPU figure)."""
+        return Bandwidth.of(self.gpu_gb_per_s_bidirectional, "GB/s", "bidirectional")
+
+    @property
+    def preset(self) -> str:
+        """Name of the matching ``LINKS`` preset."""
+        return f"nvlink{self.generation}-{self.gpu.lower()}"
+
+
+NVLINK_GENERATIONS: tuple[NVLinkGeneration, ...] = (
+    NVLinkGeneration(1, "P100", 2016, 4, 40.0, 160.0, _P100, secondary=True),
+    NVLinkGeneration(2, "V100", 2017, 6, 50.0, 300.0, _V100, secondary=True),
+    NVLinkGeneration(3, "A100", 2020, 12, 50.0, 600.0, _A100),
+    NVLinkGeneration(4, "H100", 2022, 18, 50.0, 900.0, _H100),
+    NVLinkGeneration(5, "B200", 2024, 18, 100.0, 1800.0, _B200),
+)
+
+
+@dataclass(frozen=True)
+class NVSwitchGeneration:
+    """One NVSwitch generation: the chip, the system it first shipped in, its domains."""
+
+    generation: int
+    year: int
+    nvlink_generation: int
+    ports: int  # NVLink ports per switch chip
+    port_gb_per_s_bidirectional: float
+    chip_gb_per_s_bidirectional: float  # the vendor's aggregate figure for one chip
+    system: str  # first system built on it
+    chips_per_system: int
+    gpus_per_system: int  # GPUs in that system's NVLink domain
+    max_gpus_per_domain: int  # largest NVLink domain built with this generation
+    max_domain_system: str
+    in_switch_reduction: bool  # SHARP all-reduce inside the switch
+    source: str
+    secondary: bool = False
+    note: str = ""
+
+    @property
+    def per_port(self) -> Bandwidth:
+        """Bandwidth of one switch port (one NVLink link)."""
+        return Bandwidth.of(self.port_gb_per_s_bidirectional, "GB/s", "bidirectional")
+
+    @property
+    def per_chip(self) -> Bandwidth:
+        """Bandwidth of one switch chip, all ports (the vendor's aggregate figure)."""
+        return Bandwidth.of(self.chip_gb_per_s_bidirectional, "GB/s", "bidirectional")
+
+
+NVSWITCH_GENERATIONS: tuple[NVSwitchGeneration, ...] = (
+    NVSwitchGeneration(1, 2018, 2, 18, 50.0, 900.0, "DGX-2", 12, 16, 16, "DGX-2", False, _NVS1),
+    NVSwitchGeneration(
+        2, 2020, 3, 36, 50.0, 1800.0, "DGX A100", 6, 8, 8, "DGX A100", False, _A100,
+        secondary=True,
+        note="36 ports per chip is from secondary reports; the A100 whitepaper gives six "
+        "switches, 600 GB/s per GPU and 4.8 TB/s in total.",
+    ),
+    NVSwitchGeneration(
+        3, 2022, 4, 64, 50.0, 3200.0, "DGX H100", 4, 8, 256, "DGX GH200", True,
+        f"{_NVS3}; {_GH200}",
+        note="DGX GH200 (2023) joins 256 Grace Hopper GPUs with a second tier of NVSwitches.",
+    ),
+    NVSwitchGeneration(
+        4, 2024, 5, 72, 100.0, 7200.0, "GB200 NVL72", 18, 72, 576, "NVLink 5 Switch System",
+        True, _NVS4,
+        note="NVIDIA quotes the NVLink Switch tray: 144 ports and 14.4 TB/s over 2 chips, "
+        "i.e. 72 ports and 7.2 TB/s per chip; NVLink 5 domains reach 576 GPUs.",
+    ),
+)  # fmt: skip
+
+
+@dataclass(frozen=True)
+class System:
+    """A GPU system: its NVLink domain and, for servers, its NICs (None where the row is
+    an NVLink domain spanning servers)."""
+
+    name: str
+    year: int
+    gpu: str
+    nvlink_generation: int
+    nvswitch_generation: int  # 0: no NVSwitch (point-to-point NVLink mesh)
+    gpus_per_nvlink_domain: int
+    gpus_per_server: int | None
+    nics_per_server: int | None
+    nic_gbit_per_s: float | None  # per NIC port, per direction
+    source: str
+
+    @property
+    def nvlink_per_gpu(self) -> Bandwidth:
+        """NVLink bandwidth of one of the system's GPUs."""
+        return nvlink_generation(self.nvlink_generation).per_gpu
+
+    @property
+    def nic_per_gpu(self) -> Bandwidth | None:
+        """Network bandwidth one GPU gets (the server's NICs shared by its GPUs)."""
+        if self.nics_per_server is None:
+            return None
+        total = Bandwidth.of(self.nic_gbit_per_s, "Gb/s", "per direction") * self.nics_per_server
+        return total / self.gpus_per_server
+
+    @property
+    def nvlink_to_network_ratio(self) -> float | None:
+        """NVLink per GPU over network per GPU, like with like (the seed texts' "9x")."""
+        nic = self.nic_per_gpu
+        return None if nic is None else self.nvlink_per_gpu / nic
+
+
+SYSTEMS: tuple[System, ...] = (
+    System("DGX-1 (V100)", 2017, "V100", 2, 0, 8, 8, 4, 100,
+           "NVIDIA, DGX-1 with Tesla V100 System Architecture whitepaper (2017): 4x EDR IB"),
+    System("DGX-2", 2018, "V100", 2, 1, 16, 16, 8, 100, f"NVIDIA DGX-2 datasheet; {_NVS1}"),
+    System("DGX A100", 2020, "A100", 3, 2, 8, 8, 8, 200,
+           "NVIDIA DGX A100 user guide: 8x ConnectX-6 200 Gb/s HDR (compute)"),
+    System("DGX H100", 2022, "H100", 4, 3, 8, 8, 8, 400,
+           "NVIDIA DGX H100 user guide: 8x ConnectX-7 400 Gb/s (4 OSFP ports)"),
+    System("DGX GH200", 2023, "GH200", 4, 3, 256, None, None, None, _GH200),
+    System("DGX B200", 2024, "B200", 5, 4, 8, 8, 8, 400,
+           "NVIDIA DGX B200 datasheet: 8x ConnectX-7 400 Gb/s"),
+    System("GB200 NVL72", 2024, "B200", 5, 4, 72, None, None, None, _NVS4),
+)  # fmt: skip
+
+
+@dataclass(frozen=True)
+class PCIeGeneration:
+    """A PCIe generation: line rate per lane and encoding (PCI-SIG base specifications)."""
+
+    generation: int
+    year: int  # year the PCI-SIG base specification was released
+    gt_per_s: float  # transfers per second per lane (one bit each), per direction
+    encoding: tuple[int, int]  # payload bits, line bits (8b/10b -> (8, 10))
+    source: str
+    note: str = ""
+
+    def x(self, lanes: int = 16) -> Bandwidth:
+        """Bandwidth of a ``lanes``-wide link: GT/s x lanes x encoding / 8, per direction."""
+        if isinstance(lanes, bool) or lanes not in (1, 2, 4, 8, 16):
+            raise ValueError(f"lanes must be one of 1, 2, 4, 8, 16, got {lanes!r}")
+        payload, line = self.encoding
+        return Bandwidth.of(self.gt_per_s * lanes * payload / line, "Gb/s", "per direction")
+
+
+_PCIE = "PCI-SIG, PCI Express Base Specification Revision {}"
+PCIE_GENERATIONS: tuple[PCIeGeneration, ...] = (
+    PCIeGeneration(1, 2003, 2.5, (8, 10), _PCIE.format("1.0a")),
+    PCIeGeneration(2, 2007, 5.0, (8, 10), _PCIE.format("2.0")),
+    PCIeGeneration(3, 2010, 8.0, (128, 130), _PCIE.format("3.0")),
+    PCIeGeneration(4, 2017, 16.0, (128, 130), _PCIE.format("4.0")),
+    PCIeGeneration(5, 2019, 32.0, (128, 130), _PCIE.format("5.0")),
+    PCIeGeneration(6, 2022, 64.0, (1, 1), _PCIE.format("6.0"),
+                   "PAM4 signalling in FLIT mode; FEC and CRC overhead not counted"),
+)  # fmt: skip
+
+
+@dataclass(frozen=True)
+class NICSpeed:
+    """A NIC port speed (per direction): lanes x lane rate, its InfiniBand and Ethernet
+    names, and the NVIDIA ConnectX generation that introduced it."""
+
+    adapter: str
+    gbit_per_s: float  # per port, per direction
+    lanes: int
+    lane_gbit_per_s: float
+    infiniband: str
+    ethernet: str
+    source: str
+
+    @property
+    def bandwidth(self) -> Bandwidth:
+        """The port's line rate."""
+        return Bandwidth.of(self.gbit_per_s, "Gb/s", "per direction")
+
+
+_NIC = "NVIDIA {} adapter datasheet; InfiniBand Trade Association roadmap ({} = {} x {} Gb/s)"
+NIC_SPEEDS: tuple[NICSpeed, ...] = tuple(
+    NICSpeed(adapter, gbit, 4, gbit / 4, ib, eth, _NIC.format(adapter, ib, 4, gbit // 4))
+    for adapter, gbit, ib, eth in (
+        ("ConnectX-5", 100, "EDR", "100GbE"),
+        ("ConnectX-6", 200, "HDR", "200GbE"),
+        ("ConnectX-7", 400, "NDR", "400GbE"),
+        ("ConnectX-8", 800, "XDR", "800GbE"),
+    )
+)
+
+
+def nvlink_generation(generation: int) -> NVLinkGeneration:
+    """The row of ``NVLINK_GENERATIONS`` for NVLink ``generation`` (1..5)."""
+    for row in NVLINK_GENERATIONS:
+        if row.generation == generation and not isinstance(generation, bool):
+            return row
+    valid = [row.generation for row in NVLINK_GENERATIONS]
+    raise ValueError(f"generation must be one of {valid}, got {generation!r}")
+
+
+def system(name: str) -> System:
+    """The row of ``SYSTEMS`` called ``name``."""
+    for row in SYSTEMS:
+        if row.name == name:
+            return row
+    raise ValueError(f"name must be one of {[row.name for row in SYSTEMS]}, got {name!r}")

@@ -1,0 +1,308 @@
+"""Tests for scaleout.topology (paths, loads, times) and its figures (scaleout.viz.topology)."""
+
+import math
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from scaleout import costmodel as M
+from scaleout import hardware as H
+from scaleout import topology as T
+from scaleout.viz import topology as VT
+
+GB = 1e9
+
+
+@st.composite
+def clusters(draw, rail=None):
+    g = draw(st.sampled_from([1, 2, 4, 8]))
+    return T.Cluster(
+        servers=draw(st.integers(1, 12)),
+        gpus_per_server=g,
+        nics_per_server=draw(st.sampled_from([d for d in (1, 2, 4, 8) if g % d == 0])),
+        rail_optimized=draw(st.booleans()) if rail is None else rail,
+        servers_per_leaf=draw(st.integers(1, 6)),
+        oversubscription=draw(st.sampled_from([1.0, 2.0, 3.0])),
+    )
+
+
+@st.composite
+def cluster_and_pair(draw, rail=None):
+    c = draw(clusters(rail))
+    return c, draw(st.integers(0, c.num_gpus - 1)), draw(st.integers(0, c.num_gpus - 1))
+
+
+# --- paths -------------------------------------------------------------------------------
+@given(cluster_and_pair())
+def test_same_server_pairs_never_leave_the_server(args):
+    c, a, b = args
+    path = c.path(a, b)
+    if c.server_of(a) == c.server_of(b):
+        assert path.tier in ("local", "nvlink")
+        assert all(link.kind.startswith("nvlink") for link in path.links)
+        assert all(s.startswith("NVSwitch") for s in path.switches)
+    else:
+        assert path.tier in ("leaf", "spine") and path.links[0].kind == "nic-out"
+
+
+@given(cluster_and_pair(rail=True))
+def test_rail_optimized_same_rail_crosses_one_leaf_else_the_spine(args):
+    c, a, b = args
+    if c.server_of(a) == c.server_of(b):
+        return
+    path = c.path(a, b)
+    same_group = c.server_of(a) // c.servers_per_leaf == c.server_of(b) // c.servers_per_leaf
+    if c.rail_of(a) == c.rail_of(b) and same_group:
+        assert path.tier == "leaf" and len(path.switches) == 1
+        assert path.switches[0].startswith(f"rail {c.rail_of(a)} leaf")
+        assert [link.kind for link in path.links] == ["nic-out", "nic-in"]
+    else:
+        assert path.tier == "spine" and path.switches[1] == "spine" and len(path.switches) == 3
+        assert [link.kind for link in path.links] == ["nic-out", "leaf-up", "leaf-down", "nic-in"]
+
+
+@given(cluster_and_pair(rail=False))
+def test_top_of_rack_pairs_cross_one_leaf_only_under_the_same_tor(args):
+    c, a, b = args
+    if c.server_of(a) == c.server_of(b):
+        return
+    same_tor = c.server_of(a) // c.servers_per_leaf == c.server_of(b) // c.servers_per_leaf
+    assert c.path(a, b).tier == ("leaf" if same_tor else "spine")
+
+
+def test_paths_in_a_small_dgx_h100_cluster():
+    c = T.Cluster(servers=8, gpus_per_server=8, servers_per_leaf=4)  # two rail groups
+    assert c.path(3, 3) == T.Path(3, 3, "local", (), ())
+    assert c.path(0, 7).switches == ("NVSwitch (domain 0)",)
+    assert c.path(2, 10).switches == ("rail 2 leaf (group 0)",)  # GPU 2 of servers 0 and 1
+    assert c.path(2, 34).switches == ("rail 2 leaf (group 0)", "spine", "rail 2 leaf (group 1)")
+    assert c.path(2, 11).switches == ("rail 2 leaf (group 0)", "spine", "rail 3 leaf (group 0)")
+    assert c.path_gb_per_s(0, 7) == 450 and c.path_gb_per_s(2, 10) == 50
+    assert c.transfer_time(0, 7, 450e9) == pytest.approx(1 + 1e-6)
+    assert c.transfer_time(2, 10, 50e9) == pytest.approx(1 + 3e-6)
+    assert c.transfer_time(5, 5, 1e9) == 0.0
+
+
+def test_an_nvlink_domain_can_span_servers():
+    c = T.Cluster(servers=4, gpus_per_server=4, servers_per_nvlink_domain=2)  # like NVL72
+    assert c.path(0, 7).tier == "nvlink" and c.domain_of(7) == 0
+    assert c.path(0, 8).tier == "leaf" and c.domain_of(8) == 1
+
+
+def test_shared_nics_and_leaf_uplinks():
+    c = T.Cluster(servers=4, gpus_per_server=8, nics_per_server=2, servers_per_leaf=2)
+    assert [c.rail_of(g) for g in range(8)] == [0, 0, 0, 0, 1, 1, 1, 1]
+    assert c.num_leaves == 4 and c.nic_of(9) == 2
+    assert c.leaf_uplink_gb_per_s(0) == 2 * 50  # two NICs on that rail leaf
+    tor = T.Cluster(
+        servers=4, gpus_per_server=8, rail_optimized=False, servers_per_leaf=2, oversubscription=4.0
+    )
+    assert tor.num_leaves == 2 and tor.leaf_uplink_gb_per_s(1) == 16 * 50 / 4
+    assert tor.leaf_name(1) == "ToR leaf 1"
+
+
+# --- loads: hand-computed small cases ----------------------------------------------------
+def test_tp_allreduce_loads_only_nvlink():
+    c = T.Cluster(servers=2, gpus_per_server=4)
+    loads = T.link_loads(c, T.tp_allreduce(c, 1 * GB))
+    # ring of 4: each GPU sends and receives 2 * 3/4 GB = 1.5 GB over its NVLink port
+    assert loads == {T.Link(k, g): 1.5 * GB for k in ("nvlink-out", "nvlink-in") for g in range(8)}
+    tp2 = T.link_loads(c, T.tp_allreduce(c, 1 * GB, tp=2))
+    assert set(tp2.values()) == {1.0 * GB}  # 2 * 1/2 GB
+
+
+def test_pp_send_scatter_gather_divides_cross_server_bytes_by_t():
+    c = T.Cluster(servers=2, gpus_per_server=4)
+    plain = T.link_loads(c, T.pp_send(c, 1 * GB, scatter_gather=False))
+    assert plain == {T.Link(k, i): 1 * GB for i in range(4) for k in ("nic-out",)} | {
+        T.Link("nic-in", 4 + i): 1 * GB for i in range(4)
+    }
+    sg = T.pp_send(c, 1 * GB)
+    loads = T.link_loads(c, sg)
+    assert all(loads[T.Link("nic-out", i)] == 0.25 * GB for i in range(4))
+    # the receiving server all-gathers the four quarters: 3 x 0.25 GB per GPU over NVLink
+    assert all(loads[T.Link("nvlink-out", 4 + i)] == 0.75 * GB for i in range(4))
+    assert T.Link("nvlink-out", 0) not in loads
+    t_plain, t_sg = T.tier_bytes(c, T.pp_send(c, 1 * GB, False)), T.tier_bytes(c, sg)
+    assert t_plain["leaf"] / t_sg["leaf"] == 4  # cross-server traffic / t
+
+
+def test_dp_ring_stays_on_the_rails_within_a_group():
+    c = T.Cluster(servers=3, gpus_per_server=2)
+    loads = T.link_loads(c, T.dp_allreduce(c, 1 * GB))
+    assert {link.kind for link in loads} == {"nic-out", "nic-in"}
+    assert all(v == pytest.approx(4 / 3 * GB) for v in loads.values())  # 2 (p-1)/p, p = 3
+
+
+def test_dp_ring_on_top_of_rack_climbs_to_the_spine():
+    c = T.Cluster(servers=4, gpus_per_server=2, rail_optimized=False, servers_per_leaf=2)
+    loads = T.link_loads(c, T.dp_allreduce(c, 1 * GB))
+    # hops 1 -> 2 and 3 -> 0 cross ToRs: 2 ranks x 1.5 GB each on each leaf's uplink
+    assert loads[T.Link("leaf-up", 0)] == loads[T.Link("leaf-up", 1)] == 3 * GB
+    assert loads[T.Link("leaf-down", 0)] == loads[T.Link("leaf-down", 1)] == 3 * GB
+    assert T.tier_bytes(c, T.dp_allreduce(c, 1 * GB)) == {
+        "local": 0.0,
+        "nvlink": 0.0,
+        "leaf": 6 * GB,
+        "spine": 6 * GB,
+    }
+
+
+def test_dp_tree_loads_the_inner_nodes():
+    c = T.Cluster(servers=3, gpus_per_server=1)  # root 0 with children 1 and 2
+    loads = T.link_loads(c, T.dp_allreduce(c, 1 * GB, "tree"))
+    assert loads[T.Link("nic-in", 0)] == loads[T.Link("nic-out", 0)] == 2 * GB
+    assert loads[T.Link("nic-in", 1)] == loads[T.Link("nic-out", 2)] == 1 * GB
+    c7 = T.Cluster(servers=7, gpus_per_server=1)
+    assert max(T.link_loads(c7, T.dp_allreduce(c7, 1 * GB, "tree")).values()) == 3 * GB
+
+
+def test_hierarchical_allreduce_phases():
+    c = T.Cluster(servers=2, gpus_per_server=4)
+    h = T.hierarchical_allreduce(c, 1 * GB)
+    assert len(h.phases) == 3 and h.steps == (3, 2, 3)
+    across = T.link_loads(c, h.phases[1])
+    assert set(across.values()) == {0.25 * GB}  # 2 (2-1)/2 x 1/4 GB on each rail
+
+
+@settings(max_examples=60, deadline=None)
+@given(clusters(), st.sampled_from(["tp", "pp", "dp-ring", "dp-tree", "hier"]))
+def test_loads_conserve_bytes(c, pattern):
+    traffic = {
+        "tp": lambda: T.tp_allreduce(c, GB),
+        "pp": lambda: T.pp_send(c, GB),
+        "dp-ring": lambda: T.dp_allreduce(c, GB),
+        "dp-tree": lambda: T.dp_allreduce(c, GB, "tree"),
+        "hier": lambda: T.hierarchical_allreduce(c, GB),
+    }[pattern]()
+    loads, tiers = T.link_loads(c, traffic), T.tier_bytes(c, traffic)
+
+    def total(kind):
+        return sum(v for link, v in loads.items() if link.kind == kind)
+
+    assert total("nvlink-out") == pytest.approx(tiers["nvlink"])
+    assert total("nvlink-out") == pytest.approx(total("nvlink-in"))
+    assert total("nic-out") == pytest.approx(tiers["leaf"] + tiers["spine"])
+    assert total("leaf-up") == pytest.approx(tiers["spine"]) == pytest.approx(total("leaf-down"))
+    if pattern == "tp":
+        assert tiers["leaf"] == tiers["spine"] == 0
+    one_nic_per_gpu = c.nics_per_server == c.gpus_per_server
+    one_rail_group = c.rail_optimized and c.servers <= c.servers_per_leaf
+    if pattern in ("pp", "dp-ring", "dp-tree") and one_nic_per_gpu and one_rail_group:
+        assert tiers["spine"] == 0  # same-rank traffic rides the rails
+
+
+# --- times ---------------------------------------------------------------------------------
+@pytest.mark.parametrize("g", [2, 4, 8])
+def test_nvlink_ring_time_is_the_alpha_beta_ring(g):
+    c = T.Cluster(servers=1, gpus_per_server=g)
+    t = T.traffic_time(c, T.tp_allreduce(c, GB))
+    expected = M.collective_time("allreduce", "ring", GB, g, 1e-6, 1 / 450e9)
+    assert t.seconds == pytest.approx(expected) and t.bottleneck.kind.startswith("nvlink")
+
+
+@pytest.mark.parametrize("over", [1.0, 2.0, 4.0])
+def test_scenarios_against_the_ring_formula(over):
+    s, g = 16, 8
+    out = T.allreduce_scenarios(s, g, 450.0, 50.0, over, GB)
+    assert list(out) == [
+        "inside one server (NVLink)",
+        "across servers, on the rails",
+        "across servers, through the spine",
+        "all GPUs, hierarchical",
+    ]
+    ring = M.collective_time("allreduce", "ring", GB, s, 3e-6, 1 / 50e9)
+    assert out["across servers, on the rails"].seconds == pytest.approx(ring)
+    spine = M.collective_time("allreduce", "ring", GB, s, 3e-6, over / 50e9)
+    assert out["across servers, through the spine"].seconds == pytest.approx(spine)
+    inside = M.collective_time("allreduce", "ring", GB, g, 1e-6, 1 / 450e9)
+    assert out["inside one server (NVLink)"].seconds == pytest.approx(inside)
+    h = out["all GPUs, hierarchical"]
+    assert h.bandwidth_s == pytest.approx(
+        2 * (g - 1) / g * GB / 450e9 + 2 * (s - 1) / s * GB / g / 50e9
+    )
+
+
+def test_the_time_of_a_pattern_is_its_busiest_link():
+    c = T.Cluster(servers=4, gpus_per_server=4)
+    kw = dict(servers=4, gpus_per_server=4, rail_optimized=False, servers_per_leaf=2)
+    # one hop in two leaves each ToR: 4 ranks x 1.5 GB on an uplink of 8 NICs x 50 GB/s / o,
+    # against 1.5 GB on each 50 GB/s NIC: the uplink is the bottleneck once o > 2
+    for over, bottleneck in ((1.0, "nic-out"), (4.0, "leaf-up")):
+        t = T.traffic_time(T.Cluster(oversubscription=over, **kw), T.dp_allreduce(c, GB))
+        assert t.bottleneck.kind == bottleneck
+    assert t.bandwidth_s == pytest.approx(4 * 1.5 * GB / (8 * 50e9 / 4))
+    assert t.latency_s == pytest.approx(6 * 3e-6)
+    empty = T.traffic_time(T.Cluster(servers=1), T.pp_send(T.Cluster(servers=1), GB))
+    assert empty.seconds == 0.0 and empty.bottleneck is None
+
+
+# --- bad inputs ------------------------------------------------------------------------------
+@pytest.mark.parametrize(
+    "kwargs, message",
+    [
+        (dict(servers=0), "servers must be an integer >= 1"),
+        (dict(gpus_per_server=-8), "gpus_per_server must be an integer >= 1"),
+        (dict(gpus_per_server=8, nics_per_server=3), "nics_per_server must divide"),
+        (dict(servers_per_leaf=0), "servers_per_leaf must be an integer >= 1"),
+        (dict(oversubscription=0.5), "oversubscription must be a finite number >= 1"),
+        (dict(nic_gb_per_s=0), "nic_gb_per_s must be a finite number > 0"),
+        (dict(nvlink_gb_per_s=math.inf), "nvlink_gb_per_s must be a finite number > 0"),
+        (dict(rail_optimized="yes"), "rail_optimized must be True or False"),
+        (dict(servers=2.5), "servers must be an integer"),
+    ],
+)
+def test_bad_clusters_raise(kwargs, message):
+    with pytest.raises(ValueError, match=message):
+        T.Cluster(**kwargs)
+
+
+def test_bad_indices_and_patterns_raise():
+    c = T.Cluster(servers=2, gpus_per_server=4)
+    with pytest.raises(ValueError, match=r"gpu must be in 0\.\.7, got 8"):
+        c.path(0, 8)
+    with pytest.raises(ValueError, match="gpu must be in"):
+        c.path(-1, 0)
+    with pytest.raises(ValueError, match="gpu must be an integer"):
+        c.server_of(1.5)
+    with pytest.raises(ValueError, match="gpu must be in"):
+        T.link_loads(c, [(0, 99, 1.0)])
+    with pytest.raises(ValueError, match="nbytes must be"):
+        T.link_loads(c, [(0, 1, -1.0)])
+    with pytest.raises(ValueError, match="tp must divide"):
+        T.tp_allreduce(c, GB, tp=3)
+    with pytest.raises(ValueError, match="algorithm must be"):
+        T.dp_allreduce(c, GB, "butterfly")
+    with pytest.raises(ValueError, match="leaf must be in"):
+        c.leaf_uplink_gb_per_s(99)
+    with pytest.raises(ValueError, match="link kind must be one of"):
+        c.link_gb_per_s(T.Link("pcie", 0))
+    with pytest.raises(ValueError, match="nic must be in"):
+        c.link_gb_per_s(T.Link("nic-out", 8))
+    with pytest.raises(ValueError, match="tier must be one of"):
+        c.alpha_s("rack")
+    with pytest.raises(ValueError, match="scatter_gather must be"):
+        T.pp_send(c, GB, scatter_gather=1)
+    with pytest.raises(ValueError, match="groups must be"):
+        T.ring_allreduce(c, [], GB)
+
+
+# --- figures ---------------------------------------------------------------------------------
+def test_figures_build_with_labelled_axes():
+    for figs in (VT.nvlink_timeline_choices(), VT.nvswitch_domain_choices()):
+        assert len(figs) == 4
+        for label, fig in figs.items():
+            direction = label.split(", ")[1]
+            assert direction in H.DIRECTIONS and direction in fig.layout.yaxis.title.text
+            assert "GB/s" in fig.layout.yaxis.title.text or "TB/s" in fig.layout.yaxis.title.text
+    assert VT.nvlink_timeline("per link", "per direction").data[0].y == (20, 25, 25, 25, 50)
+    fig = VT.traffic_figure(lambda c: T.dp_allreduce(c, GB), 8, 4)
+    assert "spine 14 GB" in fig.layout.annotations[0].text  # rail: 2 of 8 hops
+    assert "spine 28 GB" in fig.layout.annotations[1].text  # ToR: 4 of 8 hops
+    bars = VT.allreduce_times(T.allreduce_scenarios(4, 8, 450.0, 50.0), "t")
+    assert bars.layout.xaxis.title.text == "time (ms)"
+    m = VT.measured_bandwidth([1e3, 1e6], [1e8, 1e9], 5e9, {2: 1e9, 4: 1e9})
+    assert m.layout.xaxis.title.text == "message size (bytes)"
+    with pytest.raises(ValueError, match="scope must be one of"):
+        VT.nvlink_timeline("per port", "per direction")
