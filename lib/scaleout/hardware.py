@@ -5,6 +5,11 @@ Units: GB = 1e9 bytes and Gb = 1e9 bits. ``gb_per_s`` is always *per direction*
 the table stores half of them. NIC speeds such as 400 Gb/s are already per direction.
 The ``alpha_s`` latencies are order-of-magnitude assumptions for the cost model, not
 measurements; each preset's ``note`` says so.
+
+Chapter 8 adds :class:`Bandwidth` (one value, read back only by naming unit *and*
+direction) and the tables ``NVLINK_GENERATIONS``, ``NVSWITCH_GENERATIONS``, ``SYSTEMS``,
+``PCIE_GENERATIONS`` and ``NIC_SPEEDS``; every row carries its source, and rows not
+confirmed in a primary source are marked ``secondary``.
 """
 
 from __future__ import annotations
