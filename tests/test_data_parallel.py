@@ -1,11 +1,7 @@
 """scaleout.data_parallel: gradient averaging, DDP's buckets (against torch's own C++
 bucketing), the step timeline; real DDP on 4 CPU processes and under torchrun."""
 
-import os
 import re
-import subprocess
-import sys
-from pathlib import Path
 
 import numpy as np
 import pytest
@@ -23,7 +19,6 @@ from scaleout.dist import run
 from scaleout.viz import data_parallel as VD
 
 SETTINGS = settings(max_examples=60, deadline=None)
-TORCHRUN = Path(sys.executable).with_name("torchrun")
 
 
 # ------------------------------------------------------------------ gradient averaging
@@ -409,17 +404,11 @@ def test_ddp_default_caps_make_one_bucket_for_the_small_model():
 
 @pytest.mark.slow
 @pytest.mark.timeout(200)
-@pytest.mark.skipif(not TORCHRUN.exists(), reason="torchrun not installed next to python")
-def test_data_parallel_demo_under_torchrun():
-    cmd = [str(TORCHRUN), "--standalone", "--nproc-per-node", "4"]
-    cmd += ["-m", "scaleout.demos.data_parallel", "--steps", "3", "--accumulation", "4"]
-    env = {**os.environ, "OMP_NUM_THREADS": "1"}
-    proc = subprocess.run(cmd, capture_output=True, text=True, timeout=180, env=env)
-    assert proc.returncode == 0, proc.stdout + proc.stderr
+def test_data_parallel_demo_under_torchrun(torchrun):
+    out = torchrun("scaleout.demos.data_parallel", "--steps", "3", "--accumulation", "4")
     for key in ("handwritten", "ddp", "no_sync", "sync_every_micro_step"):
-        assert re.search(rf"^{key}\s+world_size=4 .* ok$", proc.stdout, re.M), proc.stdout
-    assert "bucket all-reduces=34 (expected 34" in proc.stdout
-    assert "MISMATCH" not in proc.stdout
+        assert re.search(rf"^{key}\s+world_size=4 .* ok$", out, re.M), out
+    assert "bucket all-reduces=34 (expected 34" in out
 
 
 def test_demo_rejects_bad_arguments_before_starting():

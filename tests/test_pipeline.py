@@ -3,11 +3,7 @@ processes (scaleout.dist.run and torchrun) against the single-process model."""
 
 from __future__ import annotations
 
-import os
 import re
-import subprocess
-import sys
-from pathlib import Path
 
 import numpy as np
 import pytest
@@ -19,7 +15,6 @@ from scaleout import viz
 from scaleout.viz import pipeline as VP
 
 SETTINGS = settings(max_examples=60, deadline=None)
-TORCHRUN = Path(sys.executable).with_name("torchrun")
 
 
 @st.composite
@@ -377,16 +372,10 @@ def test_pipeline_demo_matches_single_process_and_simulation(name, p, m):
 
 @pytest.mark.slow
 @pytest.mark.timeout(200)
-@pytest.mark.skipif(not TORCHRUN.exists(), reason="torchrun not installed next to python")
-def test_pipeline_demo_under_torchrun():
-    cmd = [str(TORCHRUN), "--standalone", "--nproc-per-node", "4"]
-    cmd += ["-m", "scaleout.demos.pipeline", "--microbatches", "8"]
-    env = {**os.environ, "OMP_NUM_THREADS": "1"}
-    proc = subprocess.run(cmd, capture_output=True, text=True, timeout=180, env=env)
-    assert proc.returncode == 0, proc.stdout + proc.stderr
+def test_pipeline_demo_under_torchrun(torchrun):
+    out = torchrun("scaleout.demos.pipeline", "--microbatches", "8")
     for name in P.SCHEDULES:
-        assert re.search(rf"^{name}\s+p=4 m=8 .* ok$", proc.stdout, re.M), proc.stdout
-    assert "MISMATCH" not in proc.stdout
+        assert re.search(rf"^{name}\s+p=4 m=8 .* ok$", out, re.M), out
 
 
 def test_pipeline_demo_rejects_bad_arguments():

@@ -2,11 +2,7 @@
 scatter-gather; its figures; and the torch tensor-parallel layers on real gloo processes."""
 
 import math
-import os
 import re
-import subprocess
-import sys
-from pathlib import Path
 
 import numpy as np
 import pytest
@@ -25,7 +21,6 @@ from scaleout.dist import RankError, run
 from scaleout.viz import tensor_parallel as VT
 
 SETTINGS = settings(max_examples=60, deadline=None)
-TORCHRUN = Path(sys.executable).with_name("torchrun")
 GPT3 = dict(b=1, s=2048, h=12288)  # Brown et al. 2020, Table 2.1 (GPT-3 175B), b = 1
 
 
@@ -446,19 +441,11 @@ def _f_then_g(rank, world_size):
 
 @pytest.mark.slow
 @pytest.mark.timeout(150)
-@pytest.mark.skipif(not TORCHRUN.exists(), reason="torchrun not installed next to python")
-def test_tensor_parallel_demo_under_torchrun():
-    cmd = [str(TORCHRUN), "--standalone", "--nproc-per-node", "4"]
-    cmd += ["-m", "scaleout.demos.tensor_parallel", "--backend", "gloo"]
-    env = {**os.environ, "OMP_NUM_THREADS": "1"}
-    proc = subprocess.run(cmd, capture_output=True, text=True, timeout=120, env=env)
-    assert proc.returncode == 0, proc.stdout + proc.stderr
+def test_tensor_parallel_demo_under_torchrun(torchrun):
+    out = torchrun("scaleout.demos.tensor_parallel", "--backend", "gloo")
     for name in ("mlp output", "mlp grads", "attention output", "attention grads"):
-        assert re.search(rf"^{name}\s+world_size=4 max\|err\|=\S+ ok$", proc.stdout, re.M), (
-            proc.stdout
-        )
-    assert "f backward: 2, g forward: 2" in proc.stdout
-    assert "MISMATCH" not in proc.stdout
+        assert re.search(rf"^{name}\s+world_size=4 max\|err\|=\S+ ok$", out, re.M), out
+    assert "f backward: 2, g forward: 2" in out
 
 
 @pytest.mark.parametrize("arg", ["--hidden", "--heads", "--seq", "--batch"])

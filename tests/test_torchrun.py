@@ -1,33 +1,19 @@
 """The collectives demo under real torchrun (gloo, 4 CPU processes)."""
 
-import os
 import re
-import subprocess
-import sys
-from pathlib import Path
 
 import pytest
 
 from scaleout.demos.collectives import CHECKS, main
 from scaleout.demos.common import init_from_env
 
-TORCHRUN = Path(sys.executable).with_name("torchrun")
-
 
 @pytest.mark.slow
 @pytest.mark.timeout(150)
-@pytest.mark.skipif(not TORCHRUN.exists(), reason="torchrun not installed next to python")
-def test_collectives_demo_under_torchrun():
-    cmd = [str(TORCHRUN), "--standalone", "--nproc-per-node", "4"]
-    cmd += ["-m", "scaleout.demos.collectives", "--backend", "gloo", "--numel", "1001"]
-    env = {**os.environ, "OMP_NUM_THREADS": "1"}
-    proc = subprocess.run(cmd, capture_output=True, text=True, timeout=120, env=env)
-    assert proc.returncode == 0, proc.stdout + proc.stderr
+def test_collectives_demo_under_torchrun(torchrun):
+    out = torchrun("scaleout.demos.collectives", "--backend", "gloo", "--numel", "1001")
     for name in CHECKS:  # rank 0 prints one line per check
-        assert re.search(rf"^{name}\s.*world_size=4 numel=1001 .* ok$", proc.stdout, re.M), (
-            proc.stdout
-        )
-    assert "MISMATCH" not in proc.stdout
+        assert re.search(rf"^{name}\s.*world_size=4 numel=1001 .* ok$", out, re.M), out
 
 
 def test_demo_rejects_bad_numel_before_starting():
