@@ -2,11 +2,7 @@
 its figures; and the 2 x 2 x 2 gloo mesh against one process (forked and under torchrun)."""
 
 import math
-import os
-import subprocess
-import sys
 import time
-from pathlib import Path
 
 import numpy as np
 import pytest
@@ -21,7 +17,6 @@ from scaleout.demos.planner import TOLERANCE, train_3d
 from scaleout.dist import run
 from scaleout.viz import planner as VP
 
-TORCHRUN = Path(sys.executable).with_name("torchrun")
 FRACTION = 0.55  # the achievable fraction of peak the chapter uses
 TINY = PL.Model("tiny", 4, 64, 4, seq=32, vocab=128)
 TINY_CLUSTER = PL.Cluster("4 GPUs", 4, gpus_per_server=2, gpu_bytes=1e9)
@@ -188,11 +183,5 @@ def test_3d_mesh_equals_one_process():
 
 @pytest.mark.slow
 @pytest.mark.timeout(150)
-@pytest.mark.skipif(not TORCHRUN.exists(), reason="torchrun not installed next to python")
-def test_3d_demo_under_torchrun():
-    cmd = [str(TORCHRUN), "--standalone", "--nproc-per-node", "8", "-m", "scaleout.demos.planner"]
-    env = {**os.environ, "OMP_NUM_THREADS": "1"}
-    proc = subprocess.run(cmd, capture_output=True, text=True, timeout=140, env=env)
-    assert proc.returncode == 0, proc.stdout + proc.stderr
-    assert "3D run equals one process" in proc.stdout
-    assert "MISMATCH" not in proc.stdout
+def test_3d_demo_under_torchrun(torchrun):
+    assert "3D run equals one process" in torchrun("scaleout.demos.planner", nproc=8, timeout=140)
