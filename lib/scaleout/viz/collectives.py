@@ -215,6 +215,20 @@ def ring_allreduce_animation(p: int) -> go.Figure:
     )
 
 
+def _add_algorithm_lines(fig, x, seconds_by_algorithm, mode, hovertemplate):
+    """One line per algorithm (times in seconds, drawn in µs), each with its own dash."""
+    dashes = ("solid", "dash", "dot", "dashdot", "longdash")
+    for i, (alg, seconds) in enumerate(seconds_by_algorithm.items()):
+        fig.add_scatter(
+            x=x,
+            y=seconds * 1e6,
+            name=alg.replace("_", " "),
+            mode=mode,
+            line=dict(dash=dashes[i % len(dashes)], width=2.5),
+            hovertemplate=hovertemplate,
+        )
+
+
 def cost_curves(
     p: int,
     alpha: float,
@@ -227,17 +241,10 @@ def cost_curves(
     marked. Times from :func:`scaleout.costmodel.collective_time`."""
     nbytes = np.logspace(2, 10, 81) if nbytes is None else np.asarray(nbytes, float)
     fig = go.Figure(layout=dict(template=template()))
-    dashes = ("solid", "dash", "dot", "dashdot", "longdash")
-    for i, alg in enumerate(algorithms):
-        t = M.collective_time("allreduce", alg, nbytes, p, alpha, beta, gamma)
-        fig.add_scatter(
-            x=nbytes,
-            y=t * 1e6,
-            name=alg.replace("_", " "),
-            mode="lines",
-            line=dict(dash=dashes[i % len(dashes)], width=2.5),
-            hovertemplate="%{x:.3s}B: %{y:.4g} µs",
-        )
+    times = {
+        a: M.collective_time("allreduce", a, nbytes, p, alpha, beta, gamma) for a in algorithms
+    }
+    _add_algorithm_lines(fig, nbytes, times, "lines", "%{x:.3s}B: %{y:.4g} µs")
     if "ring" in algorithms:
         for alg in algorithms:
             if alg == "ring":
@@ -305,17 +312,10 @@ def cost_vs_ranks(
     """All-reduce time against the number of ranks p for one message size (log-log)."""
     ranks = 2 ** np.arange(1, 13) if ranks is None else np.asarray(ranks)
     fig = go.Figure(layout=dict(template=template()))
-    dashes = ("solid", "dash", "dot", "dashdot", "longdash")
-    for i, alg in enumerate(algorithms):
-        t = M.collective_time("allreduce", alg, nbytes, ranks, alpha, beta, gamma)
-        fig.add_scatter(
-            x=ranks,
-            y=t * 1e6,
-            name=alg.replace("_", " "),
-            mode="lines+markers",
-            line=dict(dash=dashes[i % len(dashes)], width=2.5),
-            hovertemplate="p = %{x}: %{y:.4g} µs",
-        )
+    times = {
+        a: M.collective_time("allreduce", a, nbytes, ranks, alpha, beta, gamma) for a in algorithms
+    }
+    _add_algorithm_lines(fig, ranks, times, "lines+markers", "p = %{x}: %{y:.4g} µs")
     fig.update_layout(
         title_text=f"all-reduce of n = {nbytes / 1e6:g} MB per rank against rank count",
         xaxis=dict(type="log", title_text="ranks p"),
