@@ -50,7 +50,8 @@ outputs: $(STAMP)
 	@for nb in $(if $(filter command line,$(origin NB)),$(NB),chapters/*.ipynb); do \
 	  echo "executing $$nb"; \
 	  $(BIN)/jupyter nbconvert --to notebook --execute --inplace \
-	    --ExecutePreprocessor.timeout=600 "$$nb" || exit 1; \
+	    --ExecutePreprocessor.timeout=600 --ExecutePreprocessor.record_timing=False \
+	    "$$nb" || exit 1; \
 	done
 
 lab: $(STAMP)
