@@ -26,9 +26,9 @@ from . import collectives as C
 from . import costmodel as M
 from . import hardware as H
 
-# NVIDIA DGX H100 user guide / datasheet: 8 H100 SXM GPUs per server on NVLink 4 through
-# NVSwitch, and one single-port 400 Gb/s ConnectX-7 NIC per GPU for the compute fabric.
-GPUS_PER_SERVER = 8
+# A DGX H100 server (8 H100 SXM GPUs on NVLink 4 through NVSwitch, one 400 Gb/s ConnectX-7
+# NIC per GPU), from the systems table of scaleout.hardware, which cites the DGX H100 guide.
+GPUS_PER_SERVER = H.system("DGX H100").gpus_per_server
 # NVIDIA H100 Tensor Core GPU datasheet: H100 SXM BF16 Tensor Core 1,979 TFLOPS *with
 # sparsity*; dense matrices run at half of that.
 H100_SXM_BF16_DENSE_FLOPS = 1979e12 / 2
