@@ -13,17 +13,29 @@ same figure:
 Both renderings are pure functions of the figure and its ``name``: the div id is the name,
 plotly's random uids are removed, so re-running a notebook gives byte-identical output and
 strict nbval holds.
+
+They are also the same bytes on every CPU. numpy picks SIMD code paths per processor, and
+``exp``, ``log`` or ``power`` can differ in the last bit between them; :func:`portable`
+therefore rounds every float of a figure to :data:`SIGNIFICANT_DIGITS` significant digits
+(Python's correctly rounded formatting, not numpy's) and writes plotly's base64 arrays as
+plain lists. Six digits are far below what a plot can show (a pixel is about 1e-3 of an
+axis) and above what a hover label prints.
 """
 
 from __future__ import annotations
 
+import base64
 import html
 import json
+import math
 import re
 from collections.abc import Mapping
 
+import numpy as np
 import plotly.graph_objects as go
 import plotly.io as pio
+
+from .. import checks
 
 PLOTLY_MIME = "application/vnd.plotly.v1+json"
 CONFIG = {"responsive": True, "displaylogo": False}
@@ -31,21 +43,65 @@ _NAME = re.compile(r"^[a-z][a-z0-9-]{0,62}$")
 NO_PLOTLY = "This figure needs plotly.js, which this page did not load."
 
 
-def check_name(name: str) -> str:
+def check_name(name: str, what: str = "name") -> str:
     """Figure names become HTML ids: lower-case letters, digits and '-', starting a letter."""
-    if not isinstance(name, str) or not _NAME.match(name):
-        raise ValueError(
-            f"name must match {_NAME.pattern} (lower-case, digits, '-'; it becomes the "
-            f"figure's stable HTML id), got {name!r}"
+    if not isinstance(name, str) or not _NAME.fullmatch(name):
+        raise checks.fail(
+            what,
+            f"a string matching {_NAME.pattern} (lower-case letters, digits and '-'; it "
+            "becomes the figure's stable HTML id)",
+            name,
         )
     return name
 
 
+#: Significant digits every float of a figure is rounded to (see :func:`portable`).
+SIGNIFICANT_DIGITS = 6
+_TYPED = {"f8": "<f8", "f4": "<f4", "i1": "i1", "u1": "u1", "i2": "<i2", "u2": "<u2"}
+_TYPED |= {"i4": "<i4", "u4": "<u4"}
+MIN_HEIGHT_PX, MAX_HEIGHT_PX = 100, 4000
+
+
+def _round(x: float) -> float | int | None:
+    if not math.isfinite(x):
+        return None  # JSON has no NaN/inf; plotly treats null as a gap, as it does NaN
+    y = float(f"{x:.{SIGNIFICANT_DIGITS}g}")
+    # Whole numbers as ints: "3" rather than "3.0" (plotly reads both the same).
+    return int(y) if y.is_integer() and abs(y) < 1e15 else y
+
+
+def _typed_array(obj: dict) -> list:
+    """Decode plotly's ``{"dtype", "bdata", "shape"}`` typed array into nested lists."""
+    dtype = _TYPED.get(obj["dtype"])
+    if dtype is None:
+        raise ValueError(f"unknown plotly typed-array dtype {obj['dtype']!r}")
+    arr = np.frombuffer(base64.b64decode(obj["bdata"]), dtype=dtype)
+    if "shape" in obj:
+        arr = arr.reshape([int(n) for n in str(obj["shape"]).split(",")])
+    return portable(arr.tolist())
+
+
+def portable(obj):
+    """``obj`` (JSON data) with every float rounded to :data:`SIGNIFICANT_DIGITS` digits and
+    plotly's base64 typed arrays written out as lists: the same bytes on every CPU."""
+    if isinstance(obj, float):
+        return _round(obj)
+    if isinstance(obj, list):
+        return [portable(v) for v in obj]
+    if isinstance(obj, dict):
+        if "bdata" in obj and "dtype" in obj:
+            return _typed_array(obj)
+        return {k: portable(v) for k, v in obj.items()}
+    return obj
+
+
 def figure_spec(fig: go.Figure) -> dict:
-    """The figure as plain JSON data (data, layout, frames), without plotly's random uids."""
+    """The figure as portable JSON data (data, layout, frames): no random uids, floats
+    rounded to :data:`~scaleout.viz.render.SIGNIFICANT_DIGITS` significant digits (see
+    :func:`scaleout.viz.render.portable`)."""
     if not isinstance(fig, go.Figure):
         raise ValueError(f"fig must be a plotly.graph_objects.Figure, got {type(fig).__name__}")
-    spec = json.loads(pio.to_json(fig, validate=True, remove_uids=True, engine="json"))
+    spec = portable(json.loads(pio.to_json(fig, validate=True, remove_uids=True, engine="json")))
     if not spec.get("frames"):
         spec.pop("frames", None)
     return spec
@@ -57,8 +113,15 @@ def _json_for_script(obj) -> str:
     return text.replace("</", "<\\/").replace("<!--", "<\\!--")
 
 
-def _div(div_id: str, spec: dict, hidden: bool = False) -> str:
+def figure_height(spec: dict) -> int:
+    """The figure's height in pixels (layout.height, 450 by default), checked."""
     height = spec.get("layout", {}).get("height") or 450
+    return checks.integer("layout.height", height, MIN_HEIGHT_PX, MAX_HEIGHT_PX)
+
+
+def _div(div_id: str, spec: dict, hidden: bool = False) -> str:
+    check_name(div_id, "div_id")
+    height = figure_height(spec)
     style = f"width:100%;height:{int(height)}px" + (";display:none" if hidden else "")
     return f'<div class="scaleout-figure" id="{div_id}" style="{style}"></div>'
 
@@ -74,6 +137,7 @@ _DRAW_JS = (
 
 def figure_html(spec: dict, div_id: str) -> str:
     """HTML for one figure: a div and the inline script that draws it."""
+    checks.instance("spec", spec, dict)
     spec = dict(spec, config=CONFIG)
     return (
         f"{_div(div_id, spec)}\n<script>(function(){{var draw={_DRAW_JS};"
