@@ -8,20 +8,22 @@ NB ?= chapters/01_collectives.ipynb
 JB_FLAGS := --warningiserror --nitpick --keep-going
 NBVAL := --nbval --nbval-current-env --nbval-sanitize-with tests/nbval_sanitize.cfg
 
-.PHONY: help setup book book-clean clean page outputs lab lint test test-fast browser-deps bench
+.PHONY: help setup book book-clean clean page outputs lab lint test test-fast test-baseline browser-deps bench
 
 help:
 	@echo "make book        build the whole book to _build/html (sets everything up on first use)"
 	@echo "make test        every test: lint, library, launcher, torchrun, nbval, clean build, browser"
 	@echo "make test-fast   library, launcher and torchrun tests only (no book build, no browser)"
+	@echo "make test-baseline  the notebook tests with numpy on its baseline SIMD paths only"
 	@echo "make page NB=chapters/01_collectives.ipynb   execute and build one chapter on its own"
 	@echo "make outputs [NB=...]  re-execute chapter(s) in place to refresh committed outputs"
 	@echo "make lab         open the chapters in JupyterLab"
 	@echo "make bench       run the benchmarks in bench/ (prints tables)"
 
-$(STAMP): requirements.txt pyproject.toml
+$(STAMP): requirements.txt pyproject.toml tools/fetch_plotly.py
 	@test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --disable-pip-version-check -q -r requirements.txt
+	$(BIN)/python tools/fetch_plotly.py
 	@touch $(STAMP)
 
 setup: $(STAMP)
@@ -67,9 +69,18 @@ browser-deps:
 test-fast: $(STAMP)
 	$(BIN)/python -m pytest -m "not browser" tests
 
-# The one test command (README, CI): lint, a clean warnings-as-errors build, then every test.
+# The one test command (README, CI): lint, a clean warnings-as-errors build, every test, then
+# the notebooks once more with numpy restricted to its baseline SIMD paths (as on another CPU).
 test: $(STAMP) browser-deps lint book-clean
 	$(BIN)/python -m pytest $(NBVAL) tests chapters
+	$(MAKE) --no-print-directory test-baseline
+
+# The committed outputs must not depend on the CPU: numpy's SIMD paths (AVX-512, AVX2, ...)
+# differ in the last bit of exp/log/power. NPY_DISABLE_CPU_FEATURES turns them all off.
+test-baseline: $(STAMP)
+	export NPY_DISABLE_CPU_FEATURES="$$($(BIN)/python tools/numpy_dispatch.py)" && \
+	  $(BIN)/python tools/numpy_dispatch.py --check && \
+	  $(BIN)/python -m pytest $(NBVAL) chapters
 
 bench: $(STAMP)
 	@for b in bench/bench_*.py; do echo "== $$b"; $(BIN)/python "$$b" || exit 1; done
