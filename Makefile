@@ -60,8 +60,8 @@ lab: $(STAMP)
 	$(BIN)/jupyter lab chapters/
 
 lint: $(STAMP)
-	$(BIN)/ruff check lib tests bench
-	$(BIN)/ruff format --check lib tests bench
+	$(BIN)/ruff check lib tests bench tools
+	$(BIN)/ruff format --check lib tests bench tools
 
 browser-deps:
 	@bash tools/ensure-chromium

@@ -153,9 +153,10 @@ class Explorer:
 
     ``static`` maps a control's keyword to the values the static book holds for it (a
     subset of what the control allows, including its initial value); controls it does not
-    name contribute every value they allow. At most :data:`~scaleout.widgets.MAX_STATES` combinations and
-    :data:`~scaleout.widgets.MAX_STATIC_BYTES` of packed data: beyond, the constructor says which control to
-    declare coarser.
+    name contribute every value they allow. At most
+    :data:`~scaleout.widgets.MAX_STATES` combinations and
+    :data:`~scaleout.widgets.MAX_STATIC_BYTES` of packed data: beyond, the constructor says
+    which control to declare coarser.
     """
 
     def __init__(
