@@ -3,7 +3,7 @@
     .venv/bin/python bench/bench_rdma.py [--packets 1000000] [--loss 0.01] [--rtt-us 8]
                                          [--reps 3] [--reference-packets 20000]
 
-The issue behind chapter 9 asks for a 1,000,000-packet transfer at 1% loss in under 2 s per
+The issue behind chapter 12 asks for a 1,000,000-packet transfer at 1% loss in under 2 s per
 strategy. Default link: 400 Gb/s, 4096-byte MTU, RTT 8 us (a bandwidth-delay product of 98
 packets), independent losses, default window (one BDP + 1) and timeout (131 us). The table
 prints the median wall time of ``reps`` runs of :func:`scaleout.rdma.simulate` (batched

@@ -93,7 +93,7 @@ def test_unit_helpers():
             hw.gbyte_per_s_to_gbit_per_s(bad)
 
 
-# --- Chapter 8 tables: NVLink, NVSwitch, systems, PCIe, NICs, and the Bandwidth unit -------
+# --- Chapter 11 tables: NVLink, NVSwitch, systems, PCIe, NICs, and the Bandwidth unit -------
 
 
 @given(

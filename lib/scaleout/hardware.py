@@ -6,7 +6,7 @@ the table stores half of them. NIC speeds such as 400 Gb/s are already per direc
 The ``alpha_s`` latencies are order-of-magnitude assumptions for the cost model, not
 measurements; each preset's ``note`` says so.
 
-Chapter 8 adds :class:`Bandwidth` (one value, read back only by naming unit *and*
+Chapter 11 adds :class:`Bandwidth` (one value, read back only by naming unit *and*
 direction) and the tables ``NVLINK_GENERATIONS``, ``NVSWITCH_GENERATIONS``, ``SYSTEMS``,
 ``PCIE_GENERATIONS`` and ``NIC_SPEEDS``; every row carries its source, and rows not
 confirmed in a primary source are marked ``secondary``.
@@ -205,7 +205,7 @@ class Bandwidth:
         return Bandwidth(self.bytes_per_s / k)
 
 
-# --- NVLink, NVSwitch, systems, PCIe and NICs: the tables behind chapter 8 --------------
+# --- NVLink, NVSwitch, systems, PCIe and NICs: the tables behind chapter 11 --------------
 # Vendor NVLink and NVSwitch figures are bidirectional; each row keeps the vendor's own
 # numbers (so the tests can check them against each other) and converts through Bandwidth.
 

@@ -1,6 +1,6 @@
 """Planning 3D parallelism: search (tensor, pipeline, data) partitions against a cost model.
 
-Taught in chapter 10, "Putting it together" (``chapters/10_planner.ipynb``). Nothing here
+Taught in chapter 14, "Putting it together" (``chapters/14_planner.ipynb``). Nothing here
 is a new cost model: every term comes from an earlier chapter's module.
 
 * Parameters ``P = 12 l h^2 (1 + 13/(12h) + (V+s)/(12 l h))`` and FLOPs per iteration with

@@ -1,4 +1,4 @@
-"""RDMA between GPU servers: queue pairs, one RDMA write, lost packets (chapter 9).
+"""RDMA between GPU servers: queue pairs, one RDMA write, lost packets (chapter 12).
 
 * :class:`QueuePair` -- an RC queue pair's state machine. ``modify`` accepts exactly the
   transitions and attribute masks of the Linux kernel's ``ib_modify_qp_is_ok``

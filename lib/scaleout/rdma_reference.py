@@ -1,6 +1,6 @@
 """The model of :mod:`scaleout.rdma_sim` as a plain event loop, one packet at a time.
 
-This is the definition of what the simulator does (chapter 9): slow, but every rule is one
+This is the definition of what the simulator does (chapter 12): slow, but every rule is one
 line. :mod:`scaleout.rdma_fast` must, and is tested to, produce exactly the same
 transmissions, arrivals, feedback and times.
 """

@@ -1,6 +1,6 @@
 """One RDMA write over one lossy path, packet by packet: the model and its reference loop.
 
-Defined in chapter 9 ("RDMA, RoCEv2 and lost packets"). A write of ``message_bytes`` is cut
+Defined in chapter 12 ("RDMA, RoCEv2 and lost packets"). A write of ``message_bytes`` is cut
 into ``n = ceil(message_bytes / mtu_bytes)`` packets with consecutive packet sequence
 numbers (PSNs). The sender puts one packet on the wire at a time (serialisation ``mtu*8/bw``
 seconds; the last packet is shorter). Every transmission has a fate drawn from the channel

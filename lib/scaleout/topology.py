@@ -1,6 +1,6 @@
 """A GPU cluster as a graph of links: paths, transfer bandwidths and per-link loads.
 
-Chapter 8 ("NVLink, NVSwitch and the cluster network") builds on this module. The model:
+Chapter 11 ("NVLink, NVSwitch and the cluster network") builds on this module. The model:
 
 * GPUs sit in servers; the GPUs of one NVLink domain (one server, or several servers
   joined by NVLink switches as in GB200 NVL72) reach each other through a non-blocking
@@ -391,7 +391,7 @@ def dp_allreduce(cluster: Cluster, nbytes: float, algorithm: str = "ring") -> Tr
     per local rank (all at once). ``"ring"``: servers in order. ``"tree"``: a binary
     tree over servers in heap order (parent of s is (s-1)//2); each child sends nbytes up
     (reduce) and receives nbytes back (broadcast), pipelined, so an inner node moves 3x
-    nbytes through its NIC (chapter 7's double binary tree halves that)."""
+    nbytes through its NIC (chapter 9's double binary tree halves that)."""
     if algorithm not in ("ring", "tree"):
         raise ValueError(f"algorithm must be 'ring' or 'tree', got {algorithm!r}")
     if algorithm == "ring":

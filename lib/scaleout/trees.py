@@ -1,6 +1,6 @@
 """NCCL's double binary tree and a pipelined two-tree all-reduce (numpy only).
 
-Taught in chapter 7, "Double binary trees" (chapters/07_double_binary_tree.ipynb).
+Taught in chapter 9, "Double binary trees" (chapters/09_double_binary_tree.ipynb).
 
 Trees follow NCCL's ``src/graph/trees.cc`` (repository NVIDIA/nccl), functions
 ``ncclGetBtree``, ``ncclGetDtree`` and ``ncclGetDtreeRoots``, as of release 2.8.3 and later;

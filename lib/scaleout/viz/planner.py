@@ -1,4 +1,4 @@
-"""Figures of chapter 10 (planner): step time over (t, p), breakdown bars, validation.
+"""Figures of chapter 14 (planner): step time over (t, p), breakdown bars, validation.
 
 Every number drawn comes from :mod:`scaleout.planner`; nothing is computed here.
 """

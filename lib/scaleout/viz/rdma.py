@@ -1,4 +1,4 @@
-"""Figures for the chapter "RDMA, RoCEv2 and lost packets" (chapters/09_rdma.ipynb).
+"""Figures for the chapter "RDMA, RoCEv2 and lost packets" (chapters/12_rdma.ipynb).
 
 Everything drawn comes from :mod:`scaleout.rdma` (state machine, sweeps, closed forms) and
 from simulator timelines (:class:`scaleout.rdma_sim.Timeline`); this module only lays it out.

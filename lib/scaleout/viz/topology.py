@@ -1,4 +1,4 @@
-"""Figures for the chapter "NVLink, NVSwitch and the cluster network" (chapter 8).
+"""Figures for the chapter "NVLink, NVSwitch and the cluster network" (chapter 11).
 
 Bandwidths come from the tables of :mod:`scaleout.hardware` (read through
 :class:`~scaleout.hardware.Bandwidth`, so every axis says per link or per GPU, per

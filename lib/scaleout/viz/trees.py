@@ -1,4 +1,4 @@
-"""Figures for the chapter "Double binary trees" (chapters/07_double_binary_tree.ipynb).
+"""Figures for the chapter "Double binary trees" (chapters/09_double_binary_tree.ipynb).
 
 Everything drawn comes from :mod:`scaleout.trees` (NCCL's trees, the pipelined schedule
 replayed by :func:`scaleout.collectives.replay`, the alpha-beta costs) and
