@@ -15,7 +15,7 @@ import os
 import threading
 import time
 from pathlib import Path
-from urllib.parse import urlparse
+from urllib.parse import quote, urlparse
 
 import pytest
 import yaml
@@ -134,9 +134,7 @@ def js_errors(driver) -> list[str]:
     return [e["message"] for e in driver.get_log("browser") if e["level"] == "SEVERE"]
 
 
-@pytest.mark.parametrize("page", toc_pages())
-def test_page_loads_offline_without_errors(driver, site_url, page):
-    load(driver, f"{site_url}/{page}.html")
+def assert_no_errors_and_offline(driver, page):
     errors = js_errors(driver)
     assert not errors, f"JavaScript errors on {page}: {errors}"
     for url in requests_made(driver):
@@ -144,6 +142,12 @@ def test_page_loads_offline_without_errors(driver, site_url, page):
         internal = parsed.scheme in ("data", "blob", "about", "chrome")  # never the network
         local = internal or parsed.hostname == "127.0.0.1"
         assert local, f"{page} requested {url}: the book must not need the network"
+
+
+@pytest.mark.parametrize("page", toc_pages())
+def test_page_loads_offline_without_errors(driver, site_url, page):
+    load(driver, f"{site_url}/{page}.html")
+    assert_no_errors_and_offline(driver, page)
     body = driver.find_element("tag name", "body").text
     assert "needs plotly.js" not in body, f"{page}: a figure found no plotly.js"
     has_math = driver.execute_script("return document.querySelectorAll('.math').length")
@@ -214,3 +218,97 @@ def test_every_figure_choice_and_slider_works(driver, site_url, page):
     assert not js_errors(driver), f"JavaScript errors on {page} after interaction"
     if 'class="slider-container' in driver.page_source or checked:
         assert checked > 0
+
+
+def pages_with(marker: str) -> list[str]:
+    pages = []
+    for page in toc_pages():
+        html = SITE / f"{page}.html"
+        if html.is_file() and marker in html.read_text():
+            pages.append(page)
+    return pages
+
+
+FIGURE_STATE = """
+const gd = document.getElementById(arguments[0]);
+return gd && gd.data ? JSON.stringify([gd.data, gd.layout.title, gd.layout.annotations,
+  gd.layout.shapes, gd.layout.xaxis && gd.layout.xaxis.range,
+  gd.layout.yaxis && gd.layout.yaxis.range]) : null;
+"""
+
+
+def _move(driver, control):
+    """Move one static-explorer control away from its current value, as a reader would
+    (keyboard on a range input, a click on another option of a select)."""
+    from selenium.webdriver.common.keys import Keys
+    from selenium.webdriver.support.ui import Select
+
+    driver.execute_script("arguments[0].scrollIntoView({block: 'center'});", control)
+    if control.tag_name == "select":
+        select = Select(control)
+        current = int(control.get_attribute("value"))
+        count = len(select.options)
+        select.select_by_index((current + 1) % count)
+    else:
+        at_end = control.get_attribute("value") == control.get_attribute("max")
+        control.send_keys(Keys.HOME if at_end else Keys.END)
+
+
+@pytest.mark.parametrize("page", pages_with('class="scaleout-explorer"') or ["<none built>"])
+def test_every_control_of_every_explorer_redraws_its_figure(driver, site_url, page):
+    """In the static book, with no kernel: every control of every explorer changes the
+    figure (the precomputed state for the new combination is drawn), with no errors."""
+    assert page != "<none built>", "no page of the built book holds an explorer"
+    load(driver, f"{site_url}/{page}.html")
+    explorers = driver.find_elements("css selector", ".scaleout-explorer[data-explorer]")
+    assert explorers
+    for explorer in explorers:
+        name = explorer.get_attribute("data-explorer")
+        wait_for(
+            driver,
+            f"return document.getElementById('{name}').dataset.state !== undefined",
+            what=f"explorer {name} to draw its first state",
+        )
+        controls = explorer.find_elements("css selector", ".scaleout-control-input")
+        assert controls, f"explorer {name} has no controls in the static page"
+        for control in controls:
+            key = control.get_attribute("data-key")
+            if control.get_attribute("disabled"):
+                continue  # one value only: the page shows it, nothing to move
+            label = driver.execute_script(
+                "return document.querySelector(`label[for='${arguments[0].id}']`).textContent",
+                control,
+            )
+            assert label, f"control {key} of {name} has no label"
+            before = driver.execute_script(FIGURE_STATE, name)
+            state = driver.execute_script(f"return document.getElementById('{name}').dataset.state")
+            _move(driver, control)
+            wait_for(
+                driver,
+                f"return document.getElementById('{name}').dataset.state !== '{state}'",
+                10,
+                f"explorer {name} to redraw after moving {key}",
+            )
+            after = driver.execute_script(FIGURE_STATE, name)
+            assert after != before, f"moving {key} of {name} did not change its figure"
+    assert_no_errors_and_offline(driver, page)
+
+
+@pytest.mark.parametrize("page", [p for p in toc_pages() if p.startswith("chapters/")])
+def test_check_cells_are_folded_and_open_on_click(driver, site_url, page):
+    """The asserts that check the prose sit in cells folded by default; a click opens them.
+    Every page ends with a link that opens a pre-filled issue naming the page."""
+    load(driver, f"{site_url}/{page}.html")
+    folded = driver.find_elements("css selector", "details.hide.above-input")
+    checks = [d for d in folded if "checks" in d.find_element("tag name", "summary").text.lower()]
+    assert checks, f"{page}: no folded check cells"
+    for details in checks:
+        assert details.get_attribute("open") is None, f"{page}: a check cell starts open"
+    first = checks[0]
+    driver.execute_script("arguments[0].scrollIntoView({block: 'center'});", first)
+    first.find_element("tag name", "summary").click()
+    assert driver.execute_script("return arguments[0].open", first)
+    assert "assert" in first.text, f"{page}: the opened check cell shows no check"
+    link = driver.find_element("css selector", ".scaleout-report a")
+    href = link.get_attribute("href")
+    assert "/issues/new?" in href and quote(page, safe="") in href, href
