@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from pathlib import Path
 from types import SimpleNamespace
 
 from scaleout import sphinxext
@@ -45,3 +46,34 @@ def test_plotly_is_added_only_to_pages_with_figures():
     body = '<div class="scaleout-figure" id="x"></div>'
     sphinxext._add_plotly_where_needed(app, "ch", "page.html", {"body": body}, None)
     assert added == ["plotly.min.js"]
+
+
+def test_explorer_script_only_where_an_explorer_is():
+    added = []
+    app = SimpleNamespace(add_js_file=lambda name, **kw: added.append(name))
+    body = '<div class="scaleout-explorer" id="x-explorer"><div class="scaleout-figure"></div>'
+    sphinxext._add_scripts_where_needed(app, "ch", "page.html", {"body": body}, None)
+    assert added == ["plotly.min.js", "scaleout-explorer.js"]
+    assert "Plotly.react(" in sphinxext.static_path("scaleout-explorer.js").read_text()
+
+
+def test_the_partial_bundle_is_the_pinned_plotly_release():
+    import plotly
+
+    bundle = sphinxext.plotly_js_path().read_text()[:200]
+    full = (Path(plotly.__file__).parent / "package_data" / "plotly.min.js").read_text()[:60]
+    assert "cartesian" in bundle
+    assert full.split("plotly.js ")[1].split()[0] in bundle  # same version as plotly.py's
+
+
+def test_report_link_is_a_prefilled_issue_for_the_page():
+    url = sphinxext.issue_url("https://github.com/o/book.git", "chapters/05_pipeline", ".ipynb")
+    assert url.startswith("https://github.com/o/book/issues/new?title=Error%20on%20page%20")
+    assert "chapters%2F05_pipeline.ipynb" in url
+    app = SimpleNamespace(config=SimpleNamespace(html_theme_options={"repository_url": "u"}))
+    context = {"body": "<p>x</p>", "page_source_suffix": ".ipynb"}
+    sphinxext._add_report_link(app, "chapters/01_c", "page.html", context, object())
+    assert (
+        'class="scaleout-report"' in context["body"]
+        and 'data-page="chapters/01_c"' in context["body"]
+    )

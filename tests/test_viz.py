@@ -13,7 +13,8 @@ import pytest
 from scaleout import collectives as C
 from scaleout import viz
 from scaleout.viz import collectives as VC
-from scaleout.widgets import LIVE_NOTE, Explorer
+from scaleout.viz import render
+from scaleout.widgets import STATIC_NOTE, Explorer, pack, unpack
 
 
 def bar(y):
@@ -37,9 +38,9 @@ def test_html_escapes_script_breakers_in_data():
     assert html.count("</script>") == 1  # only the real closing tag
 
 
-@pytest.mark.parametrize("name", ["", "Upper", "1abc", "has space", "a" * 64, None, "x_y"])
+@pytest.mark.parametrize("name", ["", "Upper", "1abc", "has space", "a" * 64, None, "x_y", "a\n"])
 def test_bad_figure_names_are_rejected(name):
-    with pytest.raises(ValueError, match="name must match"):
+    with pytest.raises(ValueError, match="name must be a string matching"):
         viz.FigureOutput(bar([1, 2, 3]), name)
 
 
@@ -93,17 +94,84 @@ def test_rank_colors_are_stable_and_validated():
             viz.rank_color(bad)
 
 
-def test_explorer_static_rendering_says_it_needs_a_kernel_and_follows_controls():
+def test_explorer_static_rendering_holds_every_state_and_follows_controls():
     slider = W.IntSlider(value=4, min=2, max=8, description="ranks p")
     explorer = Explorer("demo-explorer", {"p": slider}, lambda p: bar([p, p, p]))
     bundle = explorer._repr_mimebundle_()
     assert "application/vnd.jupyter.widget-view+json" in bundle  # live controls in a kernel
     html = bundle["text/html"]
-    assert LIVE_NOTE in html and "ranks p = 4" in html
+    assert STATIC_NOTE in html and "needs a live kernel" not in html
     assert 'id="demo-explorer"' in html and 'id="demo-explorer-explorer"' in html
-    slider.value = 7  # a control change rebuilds the figure
+    payload = explorer.static_payload()
+    assert payload["controls"] == [
+        {"key": "p", "label": "ranks p", "widget": "range", "options": list("2345678"),
+         "initial": 2}
+    ]  # fmt: skip
+    states = [unpack(s, payload["pool"]) for s in payload["states"]]
+    assert [st["data"][0]["y"] for st in states] == [[p, p, p] for p in range(2, 9)]
+    slider.value = 7  # a control change rebuilds the live figure
     assert list(explorer.figure.data[0].y) == [7, 7, 7]
-    assert "ranks p = 7" in explorer.static_html()
+
+
+def test_explorer_grid_is_row_major_and_declared_values_are_checked():
+    controls = {
+        "a": W.Dropdown(options=[("one", 1), ("two", 2)], value=2, description="a"),
+        "b": W.FloatSlider(value=0.5, min=0.0, max=1.0, step=0.25, description="b"),
+    }
+    explorer = Explorer("grid-explorer", controls, lambda a, b: bar([a, b, 0]))
+    payload = explorer.static_payload()
+    assert [c["options"] for c in payload["controls"]] == [
+        ["one", "two"],
+        ["0.00", "0.25", "0.50", "0.75", "1.00"],
+    ]
+    ys = [unpack(s, payload["pool"])["data"][0]["y"] for s in payload["states"]]
+    assert ys == [[a, b, 0] for a in (1, 2) for b in (0, 0.25, 0.5, 0.75, 1)]
+    assert [c["initial"] for c in payload["controls"]] == [1, 2]
+    coarse = Explorer("coarse", controls, lambda a, b: bar([a, b, 0]), static={"b": [0, 0.5]})
+    assert len(coarse.static_payload()["states"]) == 4
+    assert coarse.available_text() == "every value of the other controls, and b: 0.00, 0.50"
+    with pytest.raises(ValueError, match="cannot take"):
+        Explorer("bad", controls, lambda a, b: bar([a, b, 0]), static={"b": [0.3]})
+    with pytest.raises(ValueError, match="initial value"):
+        Explorer("bad", controls, lambda a, b: bar([a, b, 0]), static={"b": [0.0]})
+    with pytest.raises(ValueError, match="not in controls"):
+        Explorer("bad", controls, lambda a, b: bar([a, b, 0]), static={"c": [1]})
+    big = {"n": W.IntSlider(value=1, min=1, max=10_000)}
+    with pytest.raises(ValueError, match="declare the values"):
+        Explorer("big", big, lambda n: bar([n, n, n]))
+    many = {k: W.IntSlider(value=1, min=1, max=10) for k in "xyz"}
+    with pytest.raises(ValueError, match="at most 640"):
+        Explorer("many", many, lambda x, y, z: bar([x, y, z]))
+
+
+def test_pack_stores_repeated_values_once_and_unpacks_exactly():
+    x = list(range(100))
+    specs = [{"data": [{"x": x, "y": [k] * 100}], "layout": {"title": {"text": "same"}}}
+             for k in range(5)]  # fmt: skip
+    states, pool = pack(specs)
+    assert [unpack(s, pool) for s in states] == specs
+    assert sum(1 for v in pool if v == x) == 1  # the shared x values are stored once
+    saved = len(json.dumps(specs)) - len(json.dumps([states, pool]))
+    assert saved > 3.5 * len(json.dumps(x))  # four of the five copies of x are gone
+
+
+def test_figure_data_is_portable_across_cpus():
+    y = np.array([1 / 3, 2.0, np.exp(1.0) * 1e-9, 12345678.9])
+    spec = viz.figure_spec(go.Figure(go.Scatter(x=np.arange(4), y=y)))
+    assert spec["data"][0]["y"] == [0.333333, 2, 2.71828e-09, 12345700]
+    assert spec["data"][0]["x"] == [0, 1, 2, 3]  # typed arrays written as plain lists
+    # One ulp of difference (another CPU's SIMD path) leaves the bytes unchanged.
+    bumped = np.nextafter(y, np.inf)
+    assert viz.figure_spec(go.Figure(go.Scatter(x=np.arange(4), y=bumped))) == spec
+    assert render.portable({"a": [float("nan"), float("inf")]}) == {"a": [None, None]}
+
+
+def test_figure_html_checks_ids_and_heights():
+    spec = viz.figure_spec(bar([1, 2, 3]))
+    with pytest.raises(ValueError, match="div_id must be"):
+        render.figure_html(spec, '"><img src=x onerror=alert(1)>')
+    with pytest.raises(ValueError, match="layout.height must be"):
+        render.figure_html(dict(spec, layout={"height": 10**9}), "tall")
 
 
 def test_explorer_rejects_bad_input():

@@ -52,7 +52,7 @@ MAX_STATES = 640
 #: The most characters of packed data (JSON) one explorer may add to its page.
 MAX_STATIC_BYTES = 1_200_000
 _MIN_INTERN = 24  # JSON values at least this long are stored once and referenced
-_REF = "§"  # key of a reference object {"§": index} into the pool
+_REF = "#"  # key of a reference object {"#": index} into the pool (no plotly key is "#")
 
 STATIC_NOTE = (
     "This explorer runs in your browser: the figure for each combination of the values "
@@ -108,7 +108,7 @@ def _same(a, b) -> bool:
 
 def pack(specs: Sequence[dict]) -> tuple[list, list]:
     """Deduplicate figures: ``(states, pool)``, every JSON value of at least
-    ``_MIN_INTERN`` characters stored once in ``pool`` and referenced as ``{"§": i}``.
+    ``_MIN_INTERN`` characters stored once in ``pool`` and referenced as ``{"#": i}``.
 
     Interning is bottom-up, so two figures that share a trace share it whole, and two
     traces that share only their x values share those. :func:`unpack` inverts it (the

@@ -2,14 +2,14 @@
  *
  * Each explorer's output (scaleout.widgets.Explorer.static_html) holds a JSON script with
  * its controls and the figure precomputed in Python for every combination of their values,
- * packed so that repeated values are stored once ({"§": i} refers to pool[i]). This
+ * packed so that repeated values are stored once ({"#": i} refers to pool[i]). This
  * script draws native, labelled controls (range inputs for sliders, selects otherwise;
  * both usable by keyboard) and redraws the figure with Plotly.react on every change.
  * It loads nothing: everything it needs is in the page.
  */
 (function () {
   "use strict";
-  var REF = "\u00a7";
+  var REF = "#";
   var NO_PLOTLY = "This explorer needs plotly.js, which this page did not load.";
 
   function resolve(node, pool) {
