@@ -36,8 +36,26 @@ import numpy as np
 MAX_ELEMENTS = 2**26
 
 
+def _meta(name: str, value, kind: str = "bound"):
+    """The checks' own arguments (bounds, limits), checked without recursion."""
+    if kind == "bound":
+        if value is None or (is_real(value) and not math.isnan(float(value))):
+            return value
+        raise fail(name, "None or a real number (not NaN)", value)
+    if kind == "count":
+        if is_integer(value) and value >= 1:
+            return int(value)
+        raise fail(name, "an integer >= 1", value)
+    if kind == "name":
+        if isinstance(value, str) and value:
+            return value
+        raise fail("name", "a non-empty string (the argument's name)", value)
+    raise AssertionError(kind)
+
+
 def show(value, limit: int = 80) -> str:
     """``repr(value)``, shortened to ``limit`` characters for an error message."""
+    limit = max(8, _meta("limit", limit, "count"))
     try:
         text = repr(value)
     except Exception:  # noqa: BLE001 - a broken __repr__ must not hide the real error
@@ -47,7 +65,7 @@ def show(value, limit: int = 80) -> str:
 
 def fail(name: str, what: str, value) -> ValueError:
     """The library's error: ``<name> must be <what>, got <value>`` (returned, to raise)."""
-    return ValueError(f"{name} must be {what}, got {show(value)}")
+    return ValueError(f"{name!s:.80} must be {what!s:.400}, got {show(value)}")
 
 
 def _bounds_text(low, high, low_open: bool, high_open: bool) -> str:
@@ -64,7 +82,8 @@ def _bounds_text(low, high, low_open: bool, high_open: bool) -> str:
 
 
 def _outside(x, low, high, low_open: bool, high_open: bool):
-    """Boolean (array) of values outside the bounds."""
+    """Boolean (array) of values outside the bounds (checked first: None or real)."""
+    low, high = _meta("low", low), _meta("high", high)
     bad = np.zeros(np.shape(x), dtype=bool)
     if low is not None:
         bad |= (x <= low) if low_open else (x < low)
@@ -85,6 +104,8 @@ def is_real(value) -> bool:
 
 def integer(name: str, value, low: int | None = None, high: int | None = None) -> int:
     """``value`` as an ``int`` if it is an integer in ``[low, high]``."""
+    _meta("name", name, "name")
+    low, high = _meta("low", low), _meta("high", high)
     what = "an integer" + _bounds_text(low, high, False, False)
     if not is_integer(value):
         raise fail(name, what, value)
@@ -114,6 +135,8 @@ def real(
     NaN is never accepted; +-inf only with ``finite=False`` (and then only where the
     bounds allow it).
     """
+    _meta("name", name, "name")
+    low, high = _meta("low", low), _meta("high", high)
     what = ("a finite number" if finite else "a number (not NaN)") + _bounds_text(
         low, high, low_open, high_open
     )
@@ -152,7 +175,10 @@ def boolean(name: str, value) -> bool:
 
 def choice(name: str, value, allowed: Iterable):
     """``value`` if it equals one of ``allowed`` (unhashable values are rejected cleanly)."""
-    allowed = tuple(allowed)
+    try:
+        allowed = tuple(allowed)
+    except TypeError:
+        raise fail("allowed", "an iterable of options", allowed) from None
     try:
         hash(value)
     except TypeError:
@@ -168,6 +194,7 @@ def choice(name: str, value, allowed: Iterable):
 
 def text(name: str, value, max_length: int = 200) -> str:
     """A non-empty ``str`` of at most ``max_length`` characters."""
+    max_length = _meta("max_length", max_length, "count")
     if not isinstance(value, str) or not value or len(value) > max_length:
         raise fail(name, f"a non-empty string of at most {max_length} characters", value)
     return value
@@ -175,10 +202,12 @@ def text(name: str, value, max_length: int = 200) -> str:
 
 def instance(name: str, value, cls, what: str | None = None):
     """``value`` if it is an instance of ``cls`` (a class or a tuple of classes)."""
+    classes = cls if isinstance(cls, tuple) else (cls,)
+    if not classes or not all(isinstance(c, type) for c in classes):
+        raise fail("cls", "a class or a non-empty tuple of classes", cls)
     if not isinstance(value, cls):
         if what is None:
-            names = cls if isinstance(cls, tuple) else (cls,)
-            what = "a " + " or ".join(c.__name__ for c in names)
+            what = "a " + " or ".join(c.__name__ for c in classes)
         raise fail(name, what, value)
     return value
 
@@ -212,6 +241,11 @@ def array(
     non-integral values (with ``integer``) and values outside the bounds; the message names
     the first offending element.
     """
+    _meta("name", name, "name")
+    low, high = _meta("low", low), _meta("high", high)
+    max_size = _meta("max_size", max_size, "count")
+    if ndim is not None and not (is_integer(ndim) and 0 <= ndim <= 32):
+        raise fail("ndim", "None or an integer in [0, 32]", ndim)
     kind = "integer" if integer else "real"
     dims = {None: "a ", 0: "a scalar ", 1: "a 1-D ", 2: "a 2-D "}.get(ndim, f"a {ndim}-D ")
     what = f"{dims}{kind} array" if ndim != 0 else f"a {kind} number"
@@ -259,12 +293,16 @@ def _length(value) -> int | None:
 
 def finite_result(name: str, value):
     """``value`` if every element is finite; else the error of an overflowing result."""
-    if not np.all(np.isfinite(value)):
-        raise ValueError(f"{name} overflows float64 (the result is not finite): use smaller inputs")
+    try:
+        finite = bool(np.all(np.isfinite(value)))
+    except TypeError:
+        raise fail("value", "a real number or array", value) from None
+    if not finite:
+        raise ValueError(f"{name} must stay finite, but it overflows float64: use smaller inputs")
     return value
 
 
 def as_output(x):
     """A Python float for 0-d results, else the float64 ndarray (vectorised functions)."""
-    x = np.asarray(x, dtype=np.float64)
+    x = array("x", x, finite=False, empty=True)
     return float(x) if x.ndim == 0 else x

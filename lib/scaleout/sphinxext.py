@@ -26,7 +26,9 @@ import shutil
 import sys
 from importlib import resources
 from pathlib import Path
-from urllib.parse import quote, urlencode
+from urllib.parse import quote, urlencode, urlparse
+
+from . import checks
 
 PLOTLY_JS = "plotly.min.js"  # the name the pages load it under
 PLOTLY_BUNDLE = "plotly-cartesian.min.js"
@@ -40,6 +42,7 @@ _MATHJAX_PARTS = ("tex-chtml.js", "input", "output/chtml", "a11y", "ui", "adapto
 FIGURE_MARKER = 'class="scaleout-figure'
 EXPLORER_MARKER = 'class="scaleout-explorer"'
 REPORT_CLASS = "scaleout-report"
+STATIC_FILES = (EXPLORER_JS, BOOK_CSS)
 
 
 def plotly_js_path() -> Path:
@@ -55,6 +58,7 @@ def plotly_js_path() -> Path:
 
 def static_path(name: str) -> Path:
     """Path of one of the library's own static files (``scaleout/static``)."""
+    checks.choice("name", name, STATIC_FILES)
     path = Path(str(resources.files("scaleout") / "static" / name))
     if not path.is_file():
         raise FileNotFoundError(f"{name} not found at {path}; reinstall scaleout")
@@ -82,7 +86,7 @@ def _copy_static(app, exception) -> None:
     static.mkdir(parents=True, exist_ok=True)
     shutil.copyfile(plotly_js_path(), static / PLOTLY_JS)
     shutil.copyfile(plotly_js_path().with_name("plotly-LICENSE"), static / "plotly-LICENSE.txt")
-    for name in (EXPLORER_JS, BOOK_CSS):
+    for name in STATIC_FILES:
         shutil.copyfile(static_path(name), static / name)
     src = mathjax_es5_path()
     dst = static / MATHJAX_DIR
@@ -109,6 +113,12 @@ _add_plotly_where_needed = _add_scripts_where_needed
 
 def issue_url(repository_url: str, pagename: str, source_suffix: str = "") -> str:
     """A new-issue link for ``repository_url`` (GitHub), pre-filled for one page."""
+    checks.text("repository_url", repository_url, 500)
+    if urlparse(repository_url).scheme not in ("http", "https"):
+        raise checks.fail("repository_url", "an http(s) URL", repository_url)
+    checks.text("pagename", pagename, 500)
+    if source_suffix != "":
+        checks.text("source_suffix", source_suffix, 20)
     base = repository_url.rstrip("/")
     if base.endswith(".git"):
         base = base[:-4]

@@ -106,6 +106,19 @@ def _same(a, b) -> bool:
     return type(a) is type(b) and a == b
 
 
+_MAX_DEPTH = 64  # JSON nesting a packed figure may have (plotly specs are far shallower)
+
+
+def _json_node(name: str, node, depth: int):
+    if depth > _MAX_DEPTH:
+        raise checks.fail(name, f"JSON data nested at most {_MAX_DEPTH} deep", "deeper data")
+    if isinstance(node, float) and not math.isfinite(node):
+        raise checks.fail(name, "portable JSON data (finite numbers)", node)
+    if not isinstance(node, dict | list | str | int | float | bool | type(None)):
+        raise checks.fail(name, "JSON data (dict, list, str, number, bool, None)", node)
+    return node
+
+
 def pack(specs: Sequence[dict]) -> tuple[list, list]:
     """Deduplicate figures: ``(states, pool)``, every JSON value of at least
     ``_MIN_INTERN`` characters stored once in ``pool`` and referenced as ``{"#": i}``.
@@ -114,14 +127,17 @@ def pack(specs: Sequence[dict]) -> tuple[list, list]:
     traces that share only their x values share those. :func:`unpack` inverts it (the
     page's script does the same in JavaScript).
     """
+    if not isinstance(specs, list | tuple) or not all(isinstance(s, dict) for s in specs):
+        raise checks.fail("specs", "a list of figure specs (dicts)", specs)
     pool: list = []
     index: dict[str, int] = {}
 
-    def intern(node):
+    def intern(node, depth):
+        _json_node("specs", node, depth)
         if isinstance(node, list):
-            node = [intern(v) for v in node]
+            node = [intern(v, depth + 1) for v in node]
         elif isinstance(node, dict):
-            node = {k: intern(v) for k, v in node.items()}
+            node = {str(k): intern(v, depth + 1) for k, v in node.items()}
         else:
             return node
         key = json.dumps(node, separators=(",", ":"), sort_keys=True, ensure_ascii=True)
@@ -132,19 +148,28 @@ def pack(specs: Sequence[dict]) -> tuple[list, list]:
             pool.append(node)
         return {_REF: index[key]}
 
-    states = [intern(spec) for spec in specs]
+    states = [intern(spec, 0) for spec in specs]
     return states, pool
 
 
 def unpack(node, pool: list):
     """Resolve the references of one packed state (the inverse of :func:`pack`)."""
-    if isinstance(node, dict):
-        if set(node) == {_REF}:
-            return unpack(pool[node[_REF]], pool)
-        return {k: unpack(v, pool) for k, v in node.items()}
-    if isinstance(node, list):
-        return [unpack(v, pool) for v in node]
-    return node
+    checks.instance("pool", pool, list)
+
+    def resolve(node, depth):
+        _json_node("node", node, depth)
+        if isinstance(node, dict):
+            if set(node) == {_REF}:
+                ref = node[_REF]
+                if not checks.is_integer(ref) or not 0 <= ref < len(pool):
+                    raise checks.fail("node", f"references into the pool (0..{len(pool) - 1})", ref)
+                return resolve(pool[ref], depth + 1)
+            return {k: resolve(v, depth + 1) for k, v in node.items()}
+        if isinstance(node, list):
+            return [resolve(v, depth + 1) for v in node]
+        return node
+
+    return resolve(node, 0)
 
 
 class Explorer:

@@ -10,7 +10,9 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 import plotly.graph_objects as go
+from plotly.basedatatypes import BaseTraceType
 
+from .. import checks
 from .theme import new_figure
 
 MAX_FRAMES = 60
@@ -33,8 +35,21 @@ def animation(
     keywords go to ``update_layout`` (axis titles with units, fixed axis ranges so frames
     do not jump). Nothing plays until the reader presses play.
     """
+    if not isinstance(frames, list | tuple) or not all(
+        isinstance(f, list | tuple) and all(isinstance(t, BaseTraceType) for t in f) for f in frames
+    ):
+        raise checks.fail("frames", "a list of frames, each a list of plotly traces", frames)
+    if not isinstance(labels, list | tuple) or not all(isinstance(x, str) for x in labels):
+        raise checks.fail("labels", "a list of strings (one per frame)", labels)
+    if frame_titles is not None and (
+        not isinstance(frame_titles, list | tuple)
+        or not all(isinstance(x, str) for x in frame_titles)
+    ):
+        raise checks.fail("frame_titles", "None or a list of strings (one per frame)", frame_titles)
+    checks.instance("slider_prefix", slider_prefix, str)
+    duration_ms = checks.integer("duration_ms", duration_ms, 1, 60_000)
     frames = [list(f) for f in frames]
-    labels = [str(x) for x in labels]
+    labels = list(labels)
     if not 1 <= len(frames) <= MAX_FRAMES:
         raise ValueError(f"frames must hold 1..{MAX_FRAMES} frames, got {len(frames)}")
     if len(labels) != len(frames):
@@ -46,8 +61,6 @@ def animation(
     ntraces = {len(f) for f in frames}
     if len(ntraces) != 1:
         raise ValueError(f"every frame must have the same number of traces, got {sorted(ntraces)}")
-    if duration_ms <= 0:
-        raise ValueError(f"duration_ms must be > 0, got {duration_ms}")
 
     def frame_layout(k):
         return {"title": {"text": frame_titles[k]}} if frame_titles is not None else {}

@@ -115,7 +115,9 @@ def _json_for_script(obj) -> str:
 
 def figure_height(spec: dict) -> int:
     """The figure's height in pixels (layout.height, 450 by default), checked."""
-    height = spec.get("layout", {}).get("height") or 450
+    checks.instance("spec", spec, dict)
+    layout = checks.instance("spec['layout']", spec.get("layout", {}), dict)
+    height = layout.get("height") or 450
     return checks.integer("layout.height", height, MIN_HEIGHT_PX, MAX_HEIGHT_PX)
 
 

@@ -64,5 +64,11 @@ def new_figure(**layout) -> go.Figure:
     """An empty figure in the book's theme; ``layout`` keywords go to ``update_layout``."""
     fig = go.Figure(layout=dict(template=template()))
     if layout:
-        fig.update_layout(**layout)
+        try:
+            fig.update_layout(**layout)
+        except ValueError as e:  # plotly's own message: restate it in the library's form
+            first = next((line for line in str(e).splitlines() if line.strip()), "")
+            raise ValueError(
+                f"layout keywords must be valid plotly layout properties ({first.strip()})"
+            ) from None
     return fig

@@ -1,0 +1,364 @@
+"""Fuzzing every public callable of the library with bad input, one argument at a time.
+
+The contract (``scaleout.checks``): a public function or record, given any value for one
+of its arguments, either raises ``ValueError`` with the library's message (``<name> must
+...``) or returns a sane result (every number in it finite), within a time and memory
+budget. Nothing hangs, nothing exhausts memory, no other exception escapes.
+
+How it works:
+
+* :func:`discover` lists every public callable (function or class) defined in every module
+  of ``scaleout`` except the torchrun demos; new functions are covered automatically.
+* ``tests/fuzz_baselines/<module>.py`` gives, for each callable, one valid call
+  (``BASELINES = {"name": call(args..., kw=...)}``) or a reason to skip it
+  (``SKIP = {"name": "why"}``). A callable with neither is a failure: coverage is checked.
+  ``NONFINITE_OK = {"name": "why"}`` names callables whose documented result may hold NaN
+  or inf (a sentinel such as "never crosses").
+* :func:`cases` takes each baseline and replaces one argument at a time (positional,
+  keyword, and every keyword parameter the baseline leaves at its default) with each value
+  of :func:`bad_values`.
+* :func:`run_cases` runs every case in worker processes forked from this one, each with a
+  memory limit (``RLIMIT_AS``) and a per-case time budget; a worker that hangs or dies is
+  replaced, and the case recorded as ``hang`` or ``crash``.
+
+``python tests/fuzz.py [module ...]`` prints the count per outcome and the failures.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import importlib
+import importlib.util
+import inspect
+import math
+import multiprocessing as mp
+import numbers
+import pkgutil
+import resource
+import sys
+import time
+import traceback
+from collections import Counter
+from pathlib import Path
+
+import numpy as np
+
+import scaleout
+
+HERE = Path(__file__).resolve().parent
+EXCLUDED_PACKAGES = ("scaleout.demos",)  # torchrun scripts: tested under torchrun
+CASE_SECONDS = 10.0  # budget for one case, baseline included
+MEMORY_BYTES = 3 * 2**30  # address-space limit of a worker
+OK_OUTCOMES = ("value-error", "finite")
+
+
+class Call:
+    """One valid call: positional ``args`` and keyword ``kwargs``."""
+
+    def __init__(self, *args, **kwargs):
+        self.args, self.kwargs = list(args), dict(kwargs)
+
+    def __repr__(self):
+        parts = [_short(a) for a in self.args] + [
+            f"{k}={_short(v)}" for k, v in self.kwargs.items()
+        ]
+        return f"({', '.join(parts)})"
+
+
+call = Call
+
+
+def _short(value, limit=60) -> str:
+    try:
+        text = repr(value)
+    except Exception:  # noqa: BLE001
+        text = f"<{type(value).__name__}>"
+    return text if len(text) <= limit else text[: limit - 3] + "..."
+
+
+def discover() -> dict[str, dict[str, object]]:
+    """``{module: {name: callable}}`` for every public callable of every library module."""
+    found = {}
+    for info in pkgutil.walk_packages(scaleout.__path__, "scaleout."):
+        if info.name.startswith(EXCLUDED_PACKAGES):
+            continue
+        module = importlib.import_module(info.name)
+        names = {
+            name: obj
+            for name, obj in vars(module).items()
+            if not name.startswith("_")
+            and callable(obj)
+            and getattr(obj, "__module__", None) == info.name
+            and not (inspect.isclass(obj) and issubclass(obj, BaseException))
+        }
+        if names:
+            found[info.name] = names
+    return found
+
+
+def baselines(module: str) -> tuple[dict[str, Call], dict[str, str], dict[str, str]]:
+    """``BASELINES``, ``SKIP`` and ``NONFINITE_OK`` of ``tests/fuzz_baselines/<module>.py``."""
+    path = HERE / "fuzz_baselines" / (module.removeprefix("scaleout.").replace(".", "_") + ".py")
+    if not path.is_file():
+        return {}, {}, {}
+    spec = importlib.util.spec_from_file_location(f"fuzz_baselines_{path.stem}", path)
+    mod = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = mod
+    spec.loader.exec_module(mod)
+    return (
+        dict(getattr(mod, "BASELINES", {})),
+        dict(getattr(mod, "SKIP", {})),
+        dict(getattr(mod, "NONFINITE_OK", {})),
+    )
+
+
+class _Unhashable:
+    __hash__ = None
+
+    def __eq__(self, other):
+        return False
+
+    def __repr__(self):
+        return "<unhashable>"
+
+
+def bad_values(baseline) -> list:
+    """Values to put in place of an argument whose valid value is ``baseline``."""
+    values = [
+        None,
+        True,
+        "4",
+        "no-such-option",
+        object(),
+        _Unhashable(),
+        {},
+        [],
+        float("nan"),
+        float("inf"),
+        -float("inf"),
+        -1,
+        0,
+        0.5,
+        -1e-300,
+        10**18,
+        2**63,
+        1e300,
+        1e-300,
+    ]
+    if isinstance(baseline, str):
+        values += [[baseline], baseline.upper(), ""]
+    if isinstance(baseline, numbers.Integral) and not isinstance(baseline, bool):
+        values += [float(baseline), baseline * 10**6, 2**31, -(2**31)]
+    if isinstance(baseline, numbers.Real) and not isinstance(baseline, bool | numbers.Integral):
+        values += [baseline * 1e12, -baseline, np.float32(baseline)]
+    if isinstance(baseline, list | tuple | np.ndarray):
+        arr = np.asarray(baseline, dtype=object)
+        values += [
+            [[1.0], [1.0, 2.0]],  # ragged
+            [float("nan")] * max(1, len(baseline)),
+            [float("inf")] * max(1, len(baseline)),
+            ["a"] * max(1, len(baseline)),
+            np.zeros((0,)),
+            np.zeros((2, 2, 2)),
+        ]
+        if arr.size:
+            values += [list(baseline) * 2, list(baseline)[:1]]
+    if dataclasses.is_dataclass(baseline) and not isinstance(baseline, type):
+        values += [dataclasses.asdict(baseline)]
+    return values
+
+
+def cases(fn, base: Call):
+    """``(label, args, kwargs)`` for every single-argument replacement of ``base``."""
+    try:
+        sig = inspect.signature(fn)
+    except (TypeError, ValueError):
+        sig = None
+    params = list(sig.parameters.values()) if sig else []
+    positional = [p for p in params if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)]
+    yield "baseline", base.args, base.kwargs
+    for i, value in enumerate(base.args):
+        name = positional[i].name if i < len(positional) else f"arg{i}"
+        for bad in bad_values(value):
+            args = list(base.args)
+            args[i] = bad
+            yield f"{name}={_short(bad)}", args, base.kwargs
+    covered = {p.name for p in positional[: len(base.args)]} | set(base.kwargs)
+    for key, value in base.kwargs.items():
+        for bad in bad_values(value):
+            yield f"{key}={_short(bad)}", base.args, dict(base.kwargs, **{key: bad})
+    for p in params:
+        if p.name in covered or p.kind in (p.VAR_POSITIONAL, p.VAR_KEYWORD):
+            continue
+        if p.default is inspect.Parameter.empty:
+            continue
+        for bad in bad_values(p.default):
+            yield f"{p.name}={_short(bad)}", base.args, dict(base.kwargs, **{p.name: bad})
+
+
+def _all_finite(value, depth=0, seen=None) -> bool:
+    """True if every number reachable from ``value`` is finite (arrays, containers,
+    dataclasses, namedtuples; bounded depth)."""
+    if depth > 6:
+        return True
+    if seen is None:
+        seen = set()
+    if id(value) in seen:
+        return True
+    seen.add(id(value))
+    if isinstance(value, bool | str | bytes | type(None)):
+        return True
+    if isinstance(value, numbers.Number):
+        try:
+            return math.isfinite(complex(value).real) and math.isfinite(complex(value).imag)
+        except (OverflowError, TypeError):
+            return False
+    if isinstance(value, np.ndarray):
+        if value.dtype.kind in "fc":
+            return bool(np.all(np.isfinite(value)))
+        if value.dtype.kind == "O":
+            return all(_all_finite(v, depth + 1, seen) for v in value.ravel()[:1000])
+        return True
+    if isinstance(value, dict):
+        return all(_all_finite(v, depth + 1, seen) for v in list(value.values())[:1000])
+    if isinstance(value, list | tuple | set | frozenset):
+        return all(_all_finite(v, depth + 1, seen) for v in list(value)[:1000])
+    if dataclasses.is_dataclass(value) and not isinstance(value, type):
+        return all(
+            _all_finite(getattr(value, f.name), depth + 1, seen) for f in dataclasses.fields(value)
+        )
+    return True
+
+
+def _classify(fn, args, kwargs) -> tuple[str, str]:
+    try:
+        result = fn(*args, **kwargs)
+    except ValueError as e:
+        message = str(e)
+        if " must " in message:
+            return "value-error", ""
+        return "foreign-message", f"ValueError: {message[:200]}"
+    except MemoryError:
+        return "memory", "MemoryError"
+    except RecursionError:
+        return "recursion", "RecursionError"
+    except Exception as e:  # noqa: BLE001 - the point is to classify every escape
+        tb = traceback.extract_tb(e.__traceback__)[-1]
+        where = f"{Path(tb.filename).name}:{tb.lineno}"
+        return "wrong-type", f"{type(e).__name__} at {where}: {str(e)[:160]}"
+    if not _all_finite(result):
+        return "not-finite", f"returned {_short(result, 160)}"
+    return "finite", ""
+
+
+_JOBS: list = []  # (fn, args, kwargs) of every case; workers are forked after it is full
+
+
+def _worker(conn, memory_bytes):
+    resource.setrlimit(resource.RLIMIT_AS, (memory_bytes, memory_bytes))
+    while True:
+        index = conn.recv()
+        if index is None:
+            return
+        fn, args, kwargs = _JOBS[index]
+        conn.send(_classify(fn, args, kwargs))
+
+
+class _Pool:
+    """One worker process at a time, forked from this one (so it holds every case and no
+    argument needs pickling); replaced when a case hangs or kills it."""
+
+    def __init__(self, budget_s: float, memory_bytes: int):
+        self.budget_s, self.memory_bytes = budget_s, memory_bytes
+        self.ctx = mp.get_context("fork")
+        self._start()
+
+    def _start(self):
+        self.conn, child = self.ctx.Pipe()
+        self.proc = self.ctx.Process(target=_worker, args=(child, self.memory_bytes), daemon=True)
+        self.proc.start()
+
+    def run(self, index: int) -> tuple[str, str]:
+        self.conn.send(index)
+        if self.conn.poll(self.budget_s):
+            try:
+                return self.conn.recv()
+            except EOFError:
+                pass
+            outcome = ("crash", f"worker died (exit code {self.proc.exitcode})")
+        else:
+            outcome = ("hang", f"no answer within {self.budget_s:g} s")
+        self.proc.kill()
+        self.proc.join()
+        self._start()
+        return outcome
+
+    def close(self):
+        try:
+            self.conn.send(None)
+        except (BrokenPipeError, OSError):
+            pass
+        self.proc.join(timeout=5)
+        if self.proc.is_alive():
+            self.proc.kill()
+
+
+def run_cases(modules=None, budget_s=CASE_SECONDS, memory_bytes=MEMORY_BYTES):
+    """Run every case of ``modules`` (all by default): ``(counts, problems)``, where
+    ``problems`` lists ``(callable, case, outcome, detail)`` for every case not ok and for
+    every callable without a baseline."""
+    found = discover()
+    counts, problems, labels = Counter(), [], []
+    _JOBS.clear()
+    for module, names in sorted(found.items()):
+        if modules and module not in modules:
+            continue
+        base, skip, nonfinite = baselines(module)
+        for unknown in sorted((set(base) | set(skip)) - set(names)):
+            problems.append((f"{module}.{unknown}", "-", "stale", "no such callable"))
+        for name, fn in sorted(names.items()):
+            qual = f"{module}.{name}"
+            if name in skip:
+                counts["skipped"] += 1
+            elif name not in base:
+                problems.append((qual, "-", "no-baseline", "add one to tests/fuzz_baselines"))
+                counts["no-baseline"] += 1
+            else:
+                for label, args, kwargs in cases(fn, base[name]):
+                    _JOBS.append((fn, args, kwargs))
+                    labels.append((qual, label, name in nonfinite))
+    pool = _Pool(budget_s, memory_bytes)
+    try:
+        for index, (qual, label, nonfinite_ok) in enumerate(labels):
+            outcome, detail = pool.run(index)
+            if outcome == "not-finite" and nonfinite_ok:
+                outcome = "finite"
+            if label == "baseline" and outcome != "finite":
+                outcome = "bad-baseline"
+            counts[outcome] += 1
+            if outcome not in OK_OUTCOMES:
+                problems.append((qual, label, outcome, detail))
+    finally:
+        pool.close()
+    return counts, problems
+
+
+def main(argv):
+    modules = [m if m.startswith("scaleout") else f"scaleout.{m}" for m in argv] or None
+    start = time.perf_counter()
+    counts, problems = run_cases(modules)
+    total = sum(v for k, v in counts.items() if k != "skipped")
+    print(f"{total} cases in {time.perf_counter() - start:.0f} s")
+    for outcome, n in counts.most_common():
+        print(f"  {outcome:16s} {n:6d}")
+    by = Counter((q.rsplit(".", 1)[0], o) for q, _, o, _ in problems)
+    for (module, outcome), n in sorted(by.items()):
+        print(f"  {module:32s} {outcome:16s} {n:5d}")
+    for qual, label, outcome, detail in problems[:400]:
+        print(f"{outcome:14s} {qual}{'' if label == '-' else ' ' + label}: {detail}")
+    return 1 if problems else 0
+
+
+if __name__ == "__main__":
+    sys.path.insert(0, str(HERE))
+    sys.exit(main(sys.argv[1:]))
