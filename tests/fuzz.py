@@ -13,7 +13,9 @@ How it works:
   (``BASELINES = {"name": call(args..., kw=...)}``) or a reason to skip it
   (``SKIP = {"name": "why"}``). A callable with neither is a failure: coverage is checked.
   ``NONFINITE_OK = {"name": "why"}`` names callables whose documented result may hold NaN
-  or inf (a sentinel such as "never crosses").
+  or inf (a sentinel such as "never crosses"); ``DOCUMENTED_ERRORS = {"name": (Error,)}``
+  names exceptions other than ValueError that a callable documents for valid input (e.g.
+  ``dist.run``'s ``DistributedTimeout`` when a legal, short timeout expires).
 * :func:`cases` takes each baseline and replaces one argument at a time (positional,
   keyword, and every keyword parameter the baseline leaves at its default) with each value
   of :func:`bad_values`.
@@ -96,11 +98,12 @@ def discover() -> dict[str, dict[str, object]]:
     return found
 
 
-def baselines(module: str) -> tuple[dict[str, Call], dict[str, str], dict[str, str]]:
-    """``BASELINES``, ``SKIP`` and ``NONFINITE_OK`` of ``tests/fuzz_baselines/<module>.py``."""
+def baselines(module: str) -> tuple[dict, dict, dict, dict]:
+    """``BASELINES``, ``SKIP``, ``NONFINITE_OK`` and ``DOCUMENTED_ERRORS`` of
+    ``tests/fuzz_baselines/<module>.py``."""
     path = HERE / "fuzz_baselines" / (module.removeprefix("scaleout.").replace(".", "_") + ".py")
     if not path.is_file():
-        return {}, {}, {}
+        return {}, {}, {}, {}
     spec = importlib.util.spec_from_file_location(f"fuzz_baselines_{path.stem}", path)
     mod = importlib.util.module_from_spec(spec)
     sys.modules[spec.name] = mod
@@ -109,6 +112,7 @@ def baselines(module: str) -> tuple[dict[str, Call], dict[str, str], dict[str, s
         dict(getattr(mod, "BASELINES", {})),
         dict(getattr(mod, "SKIP", {})),
         dict(getattr(mod, "NONFINITE_OK", {})),
+        dict(getattr(mod, "DOCUMENTED_ERRORS", {})),
     )
 
 
@@ -230,9 +234,11 @@ def _all_finite(value, depth=0, seen=None) -> bool:
     return True
 
 
-def _classify(fn, args, kwargs) -> tuple[str, str]:
+def _classify(fn, args, kwargs, documented=()) -> tuple[str, str]:
     try:
         result = fn(*args, **kwargs)
+    except tuple(documented) as e:
+        return "value-error", f"documented {type(e).__name__}"
     except ValueError as e:
         message = str(e)
         if " must " in message:
@@ -260,8 +266,8 @@ def _worker(conn, memory_bytes):
         index = conn.recv()
         if index is None:
             return
-        fn, args, kwargs = _JOBS[index]
-        conn.send(_classify(fn, args, kwargs))
+        fn, args, kwargs, documented = _JOBS[index]
+        conn.send(_classify(fn, args, kwargs, documented))
 
 
 class _Pool:
@@ -275,7 +281,8 @@ class _Pool:
 
     def _start(self):
         self.conn, child = self.ctx.Pipe()
-        self.proc = self.ctx.Process(target=_worker, args=(child, self.memory_bytes), daemon=True)
+        # Not a daemon: a callable under test may start processes of its own (dist.run).
+        self.proc = self.ctx.Process(target=_worker, args=(child, self.memory_bytes))
         self.proc.start()
 
     def run(self, index: int) -> tuple[str, str]:
@@ -313,7 +320,7 @@ def run_cases(modules=None, budget_s=CASE_SECONDS, memory_bytes=MEMORY_BYTES):
     for module, names in sorted(found.items()):
         if modules and module not in modules:
             continue
-        base, skip, nonfinite = baselines(module)
+        base, skip, nonfinite, documented = baselines(module)
         for unknown in sorted((set(base) | set(skip)) - set(names)):
             problems.append((f"{module}.{unknown}", "-", "stale", "no such callable"))
         for name, fn in sorted(names.items()):
@@ -325,7 +332,7 @@ def run_cases(modules=None, budget_s=CASE_SECONDS, memory_bytes=MEMORY_BYTES):
                 counts["no-baseline"] += 1
             else:
                 for label, args, kwargs in cases(fn, base[name]):
-                    _JOBS.append((fn, args, kwargs))
+                    _JOBS.append((fn, args, kwargs, documented.get(name, ())))
                     labels.append((qual, label, name in nonfinite))
     pool = _Pool(budget_s, memory_bytes)
     try:

@@ -5,6 +5,8 @@ import ctypes
 import math
 import multiprocessing as mp
 import os
+import signal
+import tempfile
 import threading
 import time
 
@@ -405,3 +407,73 @@ def test_ring_allreduce_p2p_sends_what_the_library_schedule_says():
             if t.src == rank
         ]
         assert sent == expected
+
+
+# ---- processes a rank starts die with the call (issue: orphans of an exited rank) ----------
+
+
+def _alive(pid: int) -> bool:
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            return f.read().split()[2] != "Z"  # a zombie is dead, waiting for its reaper
+    except FileNotFoundError:
+        return False
+
+
+def _start_sleeper(rank, world_size, new_session):
+    import subprocess
+
+    child = subprocess.Popen(["sleep", "120"], start_new_session=new_session)
+    return child.pid
+
+
+def test_children_of_a_rank_that_returned_die_with_the_call():
+    pids = run(_start_sleeper, 2, args=(False,), show_output=False)
+    deadline = time.monotonic() + 5
+    while any(_alive(p) for p in pids) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert not any(_alive(p) for p in pids), "a process started by a rank outlived run()"
+
+
+def test_children_of_a_failing_rank_die_too():
+    def start_then_fail(rank, world_size):
+        import subprocess
+
+        pid = subprocess.Popen(["sleep", "120"]).pid
+        with open(os.path.join(os.environ["SCALEOUT_TEST_DIR"], f"pid{rank}"), "w") as f:
+            f.write(str(pid))
+        if rank == 1:
+            raise RuntimeError("boom")
+        time.sleep(120)
+
+    with tempfile.TemporaryDirectory() as d:
+        os.environ["SCALEOUT_TEST_DIR"] = d
+        try:
+            with pytest.raises(RankError, match="boom"):
+                run(start_then_fail, 2, show_output=False, timeout=30)
+        finally:
+            del os.environ["SCALEOUT_TEST_DIR"]
+        pids = [int(open(os.path.join(d, f)).read()) for f in os.listdir(d)]
+    assert pids
+    time.sleep(0.2)
+    assert not any(_alive(p) for p in pids)
+
+
+def test_a_new_session_escapes_as_documented():
+    pids = run(_start_sleeper, 1, args=(True,), show_output=False)
+    try:
+        assert _alive(pids[0])  # documented: start_new_session leaves the rank's group
+    finally:
+        os.kill(pids[0], signal.SIGKILL)
+
+
+@pytest.mark.parametrize("timeout", [1e300, sdist.MAX_TIMEOUT_S * 2, float("nan"), True])
+def test_timeout_is_bounded(timeout):
+    with pytest.raises(ValueError, match="timeout must be"):
+        run(_noop, 2, timeout=timeout)
+
+
+@pytest.mark.parametrize("kwargs", [{"show_output": "yes"}, {"threads_per_rank": 10**6}])
+def test_other_options_are_checked(kwargs):
+    with pytest.raises(ValueError, match="must be"):
+        run(_noop, 2, **kwargs)

@@ -28,20 +28,26 @@ A rank that has returned waits on that store until every rank has returned befor
 leaves: a rank that exits early closes its sockets under peers still connecting or reading.
 Gloo is pinned to the loopback interface (``GLOO_SOCKET_IFNAME=lo`` unless already set).
 
-Every launch is bounded: the parent waits with a deadline, kills all ranks as soon as one
-fails (the others would block in a collective forever), and in every outcome -- success,
-error, timeout, KeyboardInterrupt -- SIGKILLs and reaps every child and removes the
-temporary directory before returning.
+Every launch is bounded: the parent waits with a deadline (at most :data:`MAX_TIMEOUT_S`),
+kills all ranks as soon as one fails (the others would block in a collective forever), and
+in every outcome -- success, error, timeout, KeyboardInterrupt -- SIGKILLs and reaps every
+child and removes the temporary directory before returning.
+
+Processes a rank starts die with the call too. Each rank leads its own process group, and
+the parent SIGKILLs that group when the rank exits (a rank's children are orphans from then
+on) and again when the call ends, for every rank, whether it exited early or not (Linux
+keeps a group's id out of reuse while any member lives). What escapes: a descendant that
+leaves the rank's group on purpose (``setsid()``, ``setpgrp()``, ``subprocess.Popen(...,
+start_new_session=True)``, a daemon that double-forks into a new session); such a process
+is the caller's to stop.
 """
 
 from __future__ import annotations
 
 import ctypes
 import faulthandler
-import math
 import multiprocessing as mp
 import multiprocessing.connection
-import operator
 import os
 import pickle
 import shutil
@@ -54,9 +60,14 @@ import traceback
 import warnings
 from datetime import timedelta
 
-__all__ = ["run", "RankError", "DistributedTimeout"]
+from . import checks
 
-_MAX_NPROCS = 64
+__all__ = ["run", "RankError", "DistributedTimeout", "MAX_NPROCS", "MAX_TIMEOUT_S"]
+
+#: The most ranks one call may fork.
+MAX_NPROCS = 64
+#: The longest deadline one call accepts: one day, in seconds.
+MAX_TIMEOUT_S = 86_400.0
 _POLL_S = 0.2  # re-check exit codes this often, even if no sentinel fired
 _PG_GRACE_S = 5.0  # the launcher's deadline fires before gloo's own collective timeout
 _OUTPUT_TAIL_LINES = 40  # lines of each rank's output quoted in an exception message
@@ -89,26 +100,18 @@ class DistributedTimeout(TimeoutError):
         self.outputs = list(outputs or [])
 
 
-def _validate(fn, nprocs, args, kwargs, backend, timeout, threads_per_rank):
+def _validate(fn, nprocs, args, kwargs, backend, timeout, threads_per_rank, show_output):
     if not callable(fn):
         raise ValueError(f"fn must be callable fn(rank, world_size, ...), got {type(fn)!r}")
-    try:
-        nprocs = nprocs if isinstance(nprocs, bool) else operator.index(nprocs)
-    except TypeError:
-        raise ValueError(f"nprocs must be an integer in 1..{_MAX_NPROCS}, got {nprocs!r}") from None
-    if isinstance(nprocs, bool) or not 1 <= nprocs <= _MAX_NPROCS:  # True is an int too
-        raise ValueError(f"nprocs must be an integer in 1..{_MAX_NPROCS}, got {nprocs!r}")
+    nprocs = checks.integer("nprocs", nprocs, 1, MAX_NPROCS)
     if not isinstance(args, tuple | list):
         raise ValueError(f"args must be a tuple, got {type(args).__name__}")
     if kwargs is not None and not isinstance(kwargs, dict):
         raise ValueError(f"kwargs must be a dict or None, got {type(kwargs).__name__}")
-    bad_type = isinstance(timeout, bool) or not isinstance(timeout, int | float)
-    if bad_type or not 0 < timeout < math.inf:
-        raise ValueError(f"timeout must be a finite number of seconds > 0, got {timeout!r}")
-    if type(threads_per_rank) is not int or threads_per_rank < 1:
-        raise ValueError(f"threads_per_rank must be an integer >= 1, got {threads_per_rank!r}")
-    if backend not in ("gloo", "nccl"):
-        raise ValueError(f"backend must be 'gloo' or 'nccl', got {backend!r}")
+    timeout = checks.real("timeout", timeout, 0.0, MAX_TIMEOUT_S, low_open=True)
+    checks.integer("threads_per_rank", threads_per_rank, 1, os.cpu_count() or 1024)
+    checks.boolean("show_output", show_output)
+    backend = checks.choice("backend", backend, ("gloo", "nccl"))
     if backend == "nccl":
         import torch
 
@@ -125,7 +128,7 @@ def _validate(fn, nprocs, args, kwargs, backend, timeout, threads_per_rank):
             "Run the same workers under torchrun instead, e.g.\n"
             "  torchrun --standalone --nproc-per-node 4 -m scaleout.demos.collectives"
         )
-    return nprocs
+    return nprocs, timeout
 
 
 def _set_parent_death_signal():
@@ -305,18 +308,29 @@ def _rank_error(failed, outcomes, procs, outputs):
     return RankError(msg, ranks=sorted(failed), details=details, outputs=outputs)
 
 
+def _kill_group(pid):
+    """SIGKILL the process group a rank leads (the rank and whatever it started)."""
+    try:
+        os.killpg(pid, signal.SIGKILL)
+    except (ProcessLookupError, PermissionError):  # empty group, or never made
+        pass
+
+
 def _kill_all(procs):
-    """SIGKILL every started, unreaped rank (and its process group), then reap them all."""
+    """SIGKILL every rank's process group (exited ranks too: what they started is an
+    orphan) and every unreaped rank, then reap them all."""
     for p in procs:
-        if p.exitcode is not None:  # already reaped: its pid may belong to someone else now
+        if p.pid is None:
             continue
-        for kill, target in ((os.killpg, p.pid), (os.kill, p.pid)):  # its group, then itself
+        _kill_group(p.pid)
+        if p.exitcode is None:  # a reaped rank's pid may belong to someone else now
             try:
-                kill(target, signal.SIGKILL)
+                os.kill(p.pid, signal.SIGKILL)
             except (ProcessLookupError, PermissionError):
                 pass
     for p in procs:
-        p.join()
+        if p.pid is not None:
+            p.join()
 
 
 def run(
@@ -340,9 +354,13 @@ def run(
 
     Raises ``RankError`` when a rank raises, dies, or returns something unpicklable (the
     other ranks are killed at once), ``DistributedTimeout`` after ``timeout`` seconds, and
-    ``ValueError`` for bad arguments. No child outlives the call.
+    ``ValueError`` for bad arguments (``timeout`` at most :data:`MAX_TIMEOUT_S`,
+    ``nprocs`` at most :data:`MAX_NPROCS`). No child outlives the call, nor anything a
+    child starts, unless it leaves the child's process group (see the module docstring).
     """
-    nprocs = _validate(fn, nprocs, args, kwargs, backend, timeout, threads_per_rank)
+    nprocs, timeout = _validate(
+        fn, nprocs, args, kwargs, backend, timeout, threads_per_rank, show_output
+    )
     child_args = (nprocs, fn, tuple(args), dict(kwargs or {}), backend)
     import torch.distributed  # noqa: F401  -- once here, not once in every forked rank
 
@@ -366,6 +384,7 @@ def run(
             for rank in sorted(pending):  # exitcode polls waitpid: no sentinel trusted alone
                 if procs[rank].exitcode is not None:
                     pending.discard(rank)
+                    _kill_group(procs[rank].pid)  # what it started dies with it
                     outcomes[rank] = _read_result(tmp, rank)
                     if outcomes[rank] is None or outcomes[rank][0] != "ok":
                         failed.append(rank)
