@@ -3,8 +3,9 @@
 Builds the whole book from clean (every chapter executed) into a temporary folder, so the
 working tree's _build is left alone, then prints a table: each page's own HTML (without the
 shared static files, which a browser downloads once and caches), and the static files
-(plotly.js, MathJax, the theme). Targets: a clean build in under 2 minutes on 2 cores, every
-page under 1 MB.
+(plotly.js, MathJax, the theme). Targets: a clean build in under 6 minutes on 2 cores, every
+page under 1.5 MB with its explorers' precomputed figures. ``bench/bench_explorers.py``
+measures how fast those explorers redraw.
 
     .venv/bin/python bench/bench_book.py
 """
@@ -40,12 +41,12 @@ def main() -> int:
             return 1
         html = Path(out) / "_build" / "html"
         pages = sorted(p for p in html.rglob("*.html") if "_static" not in p.parts)
-        print(f"clean full build (every chapter executed): {seconds:.1f} s (target < 120 s)")
+        print(f"clean full build (every chapter executed): {seconds:.1f} s (target < 360 s)")
         print()
         print(f"{'page':45s} {'own HTML':>12s}")
         for page in pages:
             size = page.stat().st_size
-            flag = "" if size < 1_000_000 else "  OVER 1 MB"
+            flag = "" if size < 1_500_000 else "  OVER 1.5 MB"
             print(f"{str(page.relative_to(html)):45s} {size / 1e3:9.1f} KB{flag}")
         static = html / "_static"
         print(f"{'_static/ (shared, cached once)':45s} {folder_bytes(static) / 1e6:9.2f} MB")
