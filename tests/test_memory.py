@@ -476,7 +476,26 @@ def test_figures_build_from_library_data():
     one = VM.memory_by_stage(1e12, 1024, 13e9, 80e9)
     assert len(one.data) == 6
     cfg = M.TRANSFORMERS["7.5B"]
-    assert len(VM.activation_curves(cfg, [1024, 2048]).data) == 3
+    curves = VM.activation_curves(cfg, [1024, 2048]).data
+    assert [c.name for c in curves] == [c[2] for c in VM.CURVES] and len(curves) == 4
+    flash = M.activation_bytes_per_layer(np.array([1024, 2048]), 1, 4096, 32, flash_attention=True)
+    np.testing.assert_allclose(curves[1].y, flash / 1e9)
+    anim = VM.zero3_animation(4, 4, prefetch=1)
+    assert len(anim.frames) == 16
+    acc = VM.accountings(8)
+    totals = acc.data[-1]
+    assert list(totals.x) == pytest.approx([16, 4 + 12 / 8, 18, 6 + 12 / 8, 20, 4 + 16 / 8])
+    shaded = [[True, False], [False, True]]
+    table = VM.table_figure(["a", "b"], ["1", "2"], [["x", "y"], ["z", ""]], shaded, "t",
+                            bold=[[True, False]] * 2)  # fmt: skip
+    assert table.data[0].text[0][0] == "<b>x</b>" and list(table.data[0].z[1]) == [0, 1]
+    for bad in (lambda: VM.zero3_animation(9, 4), lambda: VM.stage_layout(17),
+                lambda: VM.table_figure(["a"], ["1"], [["x", "y"]], [[True]], "t"),
+                lambda: VM.memory_vs_dp(1e9, [1, 4], start=8),
+                lambda: VM.accountings(8, ["mixed", "mixed"]),
+                lambda: VM.activation_curves("7.5B", [1024])):  # fmt: skip
+        with pytest.raises(ValueError, match=" must "):
+            bad()
     assert VM.gb_text(16128.4) == "16,128 GB" and VM.gb_text(1.875) == "1.88 GB"
 
 
