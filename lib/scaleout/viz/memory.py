@@ -111,15 +111,16 @@ def accountings(dp: int = 8, precisions: Sequence[str] = ("mixed", "megatron-bf1
     if len(set(precisions)) != len(precisions):
         raise checks.fail("precisions", "distinct accountings", precisions)
     rows = [(p, z) for p in precisions for z in (0, 1)]
-    y = [[ACCOUNTING_LABELS[p] for p, _ in rows],
-         ["unsharded" if z == 0 else f"ZeRO-1, d = {dp}" for _, z in rows]]  # fmt: skip
+    y = [f"{ACCOUNTING_LABELS[p]}<br>{'unsharded' if z == 0 else f'ZeRO-1, d = {dp}'}"
+         for p, z in rows]  # fmt: skip
     fig = new_figure(
         barmode="stack", height=130 + 46 * len(rows),
         title_text="Bytes per parameter of mixed-precision Adam, three accountings",
         xaxis_title="model-state bytes per parameter held by one GPU",
-        yaxis=dict(title="", autorange="reversed"), showlegend=True,
-        legend=dict(orientation="h", y=1.0, yanchor="bottom", x=1, xanchor="right"),
-        margin=dict(l=190, t=80), uniformtext=dict(minsize=9, mode="hide"),
+        yaxis=dict(title="", autorange="reversed", automargin=True), showlegend=True,
+        legend=dict(orientation="h", y=1.0, yanchor="bottom", x=1, xanchor="right",
+                    traceorder="normal"),
+        margin=dict(l=140, t=80), uniformtext=dict(minsize=9, mode="hide"),
     )  # fmt: skip
     per_row = [M.model_state_bytes(1.0, z, dp, "adam", None, p) for p, z in rows]
     states = [M.states_per_param("adam", p) for p, _ in rows]
@@ -135,7 +136,7 @@ def accountings(dp: int = 8, precisions: Sequence[str] = ("mixed", "megatron-bf1
                         line=dict(color="white", width=1)),
         )  # fmt: skip
     for kind in M.KINDS:  # legend entries: one per kind
-        fig.add_bar(y=[y[0][:1], y[1][:1]], x=[0], orientation="h", name=kind,
+        fig.add_bar(y=y[:1], x=[0], orientation="h", name=kind,
                     marker_color=KIND_COLORS[kind], hoverinfo="skip")  # fmt: skip
     totals = [h.total for h in per_row]
     fig.add_scatter(
@@ -264,11 +265,11 @@ def memory_vs_dp(
     return fig
 
 
-CURVES = (  # (recompute, flash_attention, legend, dash, colour)
-    ("none", False, "no recompute, scores stored", "solid", KIND_COLORS["activations"]),
-    ("none", True, "no recompute, FlashAttention", "dashdot", "#AA4499"),
-    ("selective", False, "selective recompute", "dash", "#882255"),
-    ("full", False, "full recompute", "dot", "#117733"),
+CURVES = (  # (recompute, flash_attention, legend, dash, colour, width)
+    ("none", False, "no recompute, scores stored", "solid", KIND_COLORS["activations"], 2.5),
+    ("none", True, "no recompute, FlashAttention", "solid", "#88CCEE", 7),  # wide: under
+    ("selective", False, "selective recompute", "dash", "#882255", 2.5),  # selective's line
+    ("full", False, "full recompute", "dot", "#117733", 2.5),
 )
 
 
@@ -291,7 +292,7 @@ def activation_curves(config: M.Transformer, seqs: Sequence[int], batch: int = 1
         yaxis=dict(title="activation memory per layer (GB)", type="log", dtick=1),
         legend=dict(x=0.02, y=0.98),
     )
-    for mode, flash, label, dash, color in CURVES:
+    for mode, flash, label, dash, color, width in CURVES:
         y = M.activation_bytes_per_layer(seqs, batch, config.hidden, config.heads, mode, tp,
                                          flash_attention=flash)  # fmt: skip
         fig.add_scatter(
@@ -299,7 +300,7 @@ def activation_curves(config: M.Transformer, seqs: Sequence[int], batch: int = 1
             y=np.asarray(y) / GB,
             mode="lines+markers",
             name=label,
-            line=dict(dash=dash, color=color, width=2.5),
+            line=dict(dash=dash, color=color, width=width),
             hovertemplate="s = %{x}: %{y:.3g} GB<extra>" + label + "</extra>",
         )
     return fig
@@ -331,9 +332,11 @@ def table_figure(rows: Sequence[str], columns: Sequence[str], text, shaded, titl
              for tr, br in zip(text, bold, strict=True)]  # fmt: skip
     fig = new_figure(
         height=120 + 34 * shape[0], title_text=title,
-        xaxis=dict(title=column_title, side="top", showgrid=False, type="category"),
-        yaxis=dict(title=row_title, autorange="reversed", showgrid=False, type="category"),
-        margin=dict(l=200, t=110, b=20), showlegend=True,
+        xaxis=dict(title=column_title, side="top", showgrid=False, type="category",
+                   automargin=True),
+        yaxis=dict(title=row_title, autorange="reversed", showgrid=False, type="category",
+                   automargin=True),
+        margin=dict(l=20, t=110, b=20), showlegend=True,
         legend=dict(orientation="h", y=0, yanchor="top", x=0),
     )  # fmt: skip
     fig.add_heatmap(
