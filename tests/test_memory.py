@@ -79,6 +79,12 @@ def test_bold_cells_are_where_32gb_v100s_first_fit():
         assert M.model_state_bytes(psi, stage, nd).total <= 32e9
         assert M.model_state_bytes(psi, stage, smaller).total > 32e9
     assert M.min_dp_to_fit(7.5e9, 0, gpu_bytes=32e9) is None  # plain DP never fits
+    # The caption calls the bold entries "the combinations for which the model can fit", but
+    # only the first fitting column of each row is bold: larger N_d fit too.
+    cells = [(psi, s, nd) for psi, rows in PAPER_TABLE1.items() for nd in rows for s in (1, 2, 3)]
+    fits = [c for c in cells if M.model_state_bytes(*c).total <= 32e9]
+    assert set(PAPER_BOLD) < set(fits) and len(fits) == 3 + 4 + 5 + 3 + 1
+    assert (7.5e9, 1, 256) in fits and (7.5e9, 1, 256) not in PAPER_BOLD
     assert M.min_dp_to_fit(1e9, 0, gpu_bytes=32e9) == 1
 
 
@@ -111,7 +117,53 @@ def test_optimizers_and_precisions(optimizer, precision, per_param):
     assert sum(s.bytes_per_param for s in states) == per_param
     assert M.model_state_bytes(10, 0, 1, optimizer, precision=precision).total == 10 * per_param
     master = any("master" in s.name for s in states)
-    assert master == (precision == "mixed")
+    assert master == (precision != "fp32")
+    assert M.bytes_per_param(optimizer, precision) == per_param
+
+
+# Megatron-Core developer guide, "Distributed Optimizer", table of theoretical bytes per
+# parameter (d = data-parallel size): (non-distributed, replicated part, sharded part).
+MEGATRON_DISTRIB_OPTIMIZER_TABLE = {
+    "megatron-fp16": (20, 4, 16),  # float16 param, float16 grads: 20, 4 + 16/d
+    "megatron-bf16": (18, 6, 12),  # float16 param, fp32 grads: 18, 6 + 12/d
+    "fp32": (16, 8, 8),  # fp32 param, fp32 grads: 16, 8 + 8/d
+}
+
+
+@pytest.mark.parametrize("precision", sorted(MEGATRON_DISTRIB_OPTIMIZER_TABLE))
+def test_megatron_accountings_match_distributed_optimizer_table(precision):
+    whole, replicated, sharded = MEGATRON_DISTRIB_OPTIMIZER_TABLE[precision]
+    assert M.bytes_per_param("adam", precision) == whole
+    assert M.model_state_bytes(1.0, 0, 1, precision=precision).total == whole
+    for d in (1, 2, 8, 64, 1024):
+        # ZeRO-1 shards exactly what Megatron's distributed optimizer shards
+        got = M.model_state_bytes(1.0, 1, d, precision=precision).total
+        assert got == pytest.approx(replicated + sharded / d, rel=1e-15), (precision, d)
+        assert M.device_bytes(1.0, 1, d, precision=precision) == pytest.approx(got)
+
+
+def test_megatron_bf16_fp32_gradient_replaces_the_bf16_one():
+    states = {s.name: s for s in M.states_per_param("adam", "megatron-bf16")}
+    assert list(states) == [
+        "bf16 parameters", "fp32 gradient buffer (main_grad)", "fp32 master parameters",
+        "fp32 momentum", "fp32 variance",
+    ]  # fmt: skip
+    assert states["fp32 gradient buffer (main_grad)"].kind == "gradients"
+    assert sum(s.bytes_per_param for s in states.values() if s.kind == "gradients") == 4
+    # 18, not 16 + 4 = 20: the fp32 buffer is the gradient, not an extra copy of it
+    assert M.bytes_per_param("adam", "megatron-bf16") == M.bytes_per_param() + 2
+    fp16 = M.model_state_bytes(1.0, 1, 8, precision="megatron-fp16")
+    assert fp16.breakdown["fp32 gradient copy (optimizer)"] == 0.5  # sharded with the optimizer
+    assert fp16.gradients == 2 and fp16.parameters == 2
+
+
+def test_bytes_per_param_defaults_and_k():
+    assert M.bytes_per_param() == 16.0
+    assert M.bytes_per_param("adam", "mixed", k=20) == 24.0
+    assert M.bytes_per_param("sgd", "megatron-bf16") == 10.0
+    for bad in (dict(optimizer="lamb"), dict(precision="bf16"), dict(precision=["mixed"])):
+        with pytest.raises(ValueError, match=next(iter(bad))):
+            M.bytes_per_param(**bad)
 
 
 def test_k_overrides_the_optimizer_states():
@@ -209,6 +261,85 @@ def test_greedy_partition_matches_hand_example():
     assert per_rank.tolist() == [4096, 4096, 4096, 2954]
 
 
+def test_activations_flash_attention_drops_the_quadratic_term():
+    s, b, h, a = 2048, 1, 4096, 32
+    sbh = s * b * h
+    flash = M.activation_bytes_per_layer(s, b, h, a, flash_attention=True)
+    assert flash == sbh * (34 + 4 * a / h)  # one fp32 logsumexp per query row and head
+    assert flash - sbh * 34 == 4 * a * s * b  # bytes of the softmax statistics
+    stored = M.activation_bytes_per_layer(s, b, h, a)
+    assert stored - sbh * 34 == 5 * a * s * s * b  # softmax out 2 + mask 1 + dropout out 2
+    # selective and full recomputation do not depend on how attention is computed
+    for mode in ("selective", "full"):
+        assert M.activation_bytes_per_layer(s, b, h, a, mode, flash_attention=True) == (
+            M.activation_bytes_per_layer(s, b, h, a, mode)
+        )
+    t = 8
+    got = M.activation_bytes_per_layer(s, b, h, a, tp=t, sequence_parallel=True,
+                                       flash_attention=True)  # fmt: skip
+    assert got == pytest.approx(sbh * (34 / t + 4 * a / (h * t)))
+    # linear in s with FlashAttention
+    seqs = np.array([1024, 2048, 4096])
+    lin = M.activation_bytes_per_layer(seqs, b, h, a, flash_attention=True)
+    np.testing.assert_allclose(lin[1:] / lin[:-1], 2.0)
+    assert M.activation_bytes(36, s, b, h, a, flash_attention=True) == 36 * flash
+    with pytest.raises(ValueError, match="flash_attention"):
+        M.activation_bytes_per_layer(s, b, h, a, flash_attention=1)
+
+
+def test_exposed_comm_seconds():
+    # one piece: nothing overlaps; many: overlap hides at most min(C, K)
+    assert M.exposed_comm_seconds(0.9, 0.25) == 0.9
+    assert M.exposed_comm_seconds(0.9, 0.25, pieces=10**6) == pytest.approx(0.65)
+    assert M.exposed_comm_seconds(0.2, 1.0, pieces=10) == pytest.approx(0.02)  # first gather
+    # two-stage flow shop with n equal parts, simulated
+    for c_total, k_total, n in ((0.9, 0.25, 72), (0.2, 1.0, 5), (1.0, 1.0, 3)):
+        c, k = c_total / n, k_total / n
+        comm_end = compute_end = 0.0
+        for _ in range(n):
+            comm_end += c
+            compute_end = max(compute_end, comm_end) + k
+        got = M.exposed_comm_seconds(c_total, k_total, n)
+        assert got == pytest.approx(compute_end - k_total)
+    np.testing.assert_allclose(M.exposed_comm_seconds([0.9, 0.1], 0.5, 2), [0.65, 0.05])
+
+
+@settings(max_examples=200, deadline=None)
+@given(c=st.floats(0, 1e4), k=st.floats(0, 1e4), n=st.integers(1, 10**6))
+def test_exposed_comm_seconds_properties(c, k, n):
+    e = M.exposed_comm_seconds(c, k, n)
+    assert max(c - k, 0.0) - 1e-9 * (c + k) <= e <= c + 1e-9 * (c + k)
+    assert M.exposed_comm_seconds(c, k, n + 1) <= e + 1e-12 * (c + k + 1)
+
+
+def test_zero3_peak_holds_two_layers_with_prefetch():
+    psi, layers, dp = 7.5e9, 36, 64
+    states = M.model_state_bytes(psi, 3, dp).total
+    layer = psi / layers
+    assert M.zero3_peak_bytes(psi, layers, dp) == pytest.approx(states + layer * (2 * 2 + 2))
+    assert M.zero3_peak_bytes(psi, layers, dp, prefetch=0) == pytest.approx(states + 4 * layer)
+    # never more than every layer gathered at once
+    assert M.zero3_peak_bytes(psi, 2, dp, prefetch=5) == pytest.approx(states + psi * 2 + psi)
+    bf16 = M.zero3_peak_bytes(psi, layers, dp, precision="megatron-bf16")
+    assert bf16 == pytest.approx(M.model_state_bytes(psi, 3, dp, precision="megatron-bf16").total
+                                 + layer * (2 * 2 + 4))  # fmt: skip
+    frames = M.zero3_step(4, 4, prefetch=1)
+    assert max(sum(f.gathered) for f in frames) == 2  # the layer computing and the next one
+
+
+def test_zero3_step_prefetch_frames():
+    frames = M.zero3_step(4, 4, prefetch=1)
+    assert len(frames) == 3 * 4 + 4
+    gathers = [f for f in frames if f.op == "all-gather"]
+    assert [f.layer for f in gathers] == [0, 3]  # only the first gather of each pass stands alone
+    computes = [f for f in frames if f.op == "compute"]
+    assert [f.gathered for f in computes[:2]] == [(True, True, False, False),
+                                                  (False, True, True, False)]  # fmt: skip
+    assert computes[4].gathered == (False, False, True, True)  # backward of 3, gathering 2
+    assert frames[-1].op == "update" and frames[-2].grad == ("shard",) * 4
+    assert max(sum(f.gathered) for f in M.zero3_step(6, 2, prefetch=2)) == 3
+
+
 def test_zero3_step_frames():
     frames = M.zero3_step(4, 4)
     assert len(frames) == 2 + 5 * 4
@@ -248,11 +379,81 @@ def test_zero3_step_frames():
         (lambda: M.greedy_partition([3, 4], 0), "dp"),
         (lambda: M.zero3_step(0, 4), "layers"),
         (lambda: M.transformer_params(0, 4096), "layers"),
+        # issue 21: sizes without bounds, and types the library does not convert
+        (lambda: M.zero3_step(10**4, 2), "layers"),
+        (lambda: M.zero3_step(4, 2, prefetch=-1), "prefetch"),
+        (lambda: M.greedy_partition([1, 2, 3], 10**10), "dp"),
+        (lambda: M.greedy_partition(range(2**21), 4), "numels"),
+        (lambda: M.greedy_partition([2**62, 2**62], 4), "numels"),
+        (lambda: M.greedy_partition([1.5, 2], 4), "numels"),
+        (lambda: M.model_state_bytes(1e9, 1, 4.0), "dp"),
+        (lambda: M.model_state_bytes("4", 1, 4), "params"),
+        (lambda: M.model_state_bytes(1e9, 1, 4, precision=["mixed"]), "precision"),
+        (lambda: M.model_state_bytes(1e308, 0, 1), "overflows"),
+        (lambda: M.activation_bytes_per_layer(2048, 1, 4096, 32, sequence_parallel=1), "sequence"),
+        (lambda: M.min_dp_to_fit(1e9, 1, 80e9, activation_bytes=float("nan")), "activation"),
+        (lambda: M.exposed_comm_seconds(-1, 1), "comm_seconds"),
+        (lambda: M.exposed_comm_seconds(1, 1, 0), "pieces"),
+        (lambda: M.zero3_peak_bytes(1e9, 0, 4), "layers"),
+        (lambda: M.State("x", "activations", 2), "kind"),
+        (lambda: M.Transformer("x", 0, 4096, 32), "layers"),
+        (lambda: M.Zero3Frame("t", "compute", 5, (False,), ("none",), (False,)), "layer"),
+        (lambda: M.ModelStates(1.0, 1, 4, {"a": -1.0}, 1.0, 1.0, 1.0), "breakdown"),
     ],
 )
 def test_bad_inputs_raise_value_error_naming_the_argument(call, message):
     with pytest.raises(ValueError, match=message):
         call()
+
+
+def test_greedy_partition_heap_matches_the_argmin_rule():
+    rng = np.random.default_rng(0)
+    for _ in range(50):
+        sizes = rng.integers(0, 50, size=int(rng.integers(1, 40))).tolist()
+        dp = int(rng.integers(1, 9))
+        owner, per_rank = M.greedy_partition(sizes, dp)
+        ref_owner, ref_rank = [0] * len(sizes), [0] * dp
+        for i in sorted(range(len(sizes)), key=lambda j: -sizes[j]):
+            r = int(np.argmin(ref_rank))
+            ref_owner[i], ref_rank[r] = r, ref_rank[r] + sizes[i]
+        assert owner.tolist() == ref_owner and per_rank.tolist() == ref_rank
+
+
+@settings(max_examples=150, deadline=None)
+@given(
+    psi=st.floats(1e3, 1e13),
+    dp=st.integers(1, 65536),
+    precision=st.sampled_from(M.PRECISIONS),
+    optimizer=st.sampled_from(M.OPTIMIZERS),
+    act=st.floats(0, 1e12),
+)
+def test_memory_never_negative_and_monotone_in_stage(psi, dp, precision, optimizer, act):
+    got = [M.device_bytes(psi, s, dp, act, optimizer, precision=precision) for s in M.STAGES]
+    assert all(np.isfinite(g) and g >= act >= 0 for g in got)
+    assert all(a >= b * (1 - 1e-12) for a, b in zip(got, got[1:], strict=False))
+    assert M.min_dp_to_fit(psi, 3, 80e9, act, optimizer, precision=precision) in (None,) or (
+        M.device_bytes(psi, 3, M.min_dp_to_fit(psi, 3, 80e9, act, optimizer,
+                                               precision=precision), act, optimizer,
+                       precision=precision) <= 80e9 * (1 + 1e-12)
+    )  # fmt: skip
+
+
+@settings(max_examples=150, deadline=None)
+@given(
+    seq=st.integers(1, 2**17),
+    batch=st.integers(1, 64),
+    heads=st.sampled_from([8, 32, 128]),
+    tp=st.sampled_from([1, 2, 8]),
+    sp=st.booleans(),
+)
+def test_activations_positive_and_ordered(seq, batch, heads, tp, sp):
+    hidden = 128 * heads
+    get = {(m, f): M.activation_bytes_per_layer(seq, batch, hidden, heads, m, tp, sp, f)
+           for m in M.RECOMPUTE for f in (False, True)}  # fmt: skip
+    assert all(np.isfinite(v) and v > 0 for v in get.values())
+    assert get["none", False] >= get["none", True] >= get["selective", False] >= get["full", True]
+    longer = M.activation_bytes_per_layer(seq + 1, batch, hidden, heads, "none", tp, sp)
+    assert longer > get["none", False]
 
 
 # --- figures -------------------------------------------------------------------------------
@@ -275,7 +476,26 @@ def test_figures_build_from_library_data():
     one = VM.memory_by_stage(1e12, 1024, 13e9, 80e9)
     assert len(one.data) == 6
     cfg = M.TRANSFORMERS["7.5B"]
-    assert len(VM.activation_curves(cfg, [1024, 2048]).data) == 3
+    curves = VM.activation_curves(cfg, [1024, 2048]).data
+    assert [c.name for c in curves] == [c[2] for c in VM.CURVES] and len(curves) == 4
+    flash = M.activation_bytes_per_layer(np.array([1024, 2048]), 1, 4096, 32, flash_attention=True)
+    np.testing.assert_allclose(curves[1].y, flash / 1e9)
+    anim = VM.zero3_animation(4, 4, prefetch=1)
+    assert len(anim.frames) == 16
+    acc = VM.accountings(8)
+    totals = acc.data[-1]
+    assert list(totals.x) == pytest.approx([16, 4 + 12 / 8, 18, 6 + 12 / 8, 20, 4 + 16 / 8])
+    shaded = [[True, False], [False, True]]
+    table = VM.table_figure(["a", "b"], ["1", "2"], [["x", "y"], ["z", ""]], shaded, "t",
+                            bold=[[True, False]] * 2)  # fmt: skip
+    assert table.data[0].text[0][0] == "<b>x</b>" and list(table.data[0].z[1]) == [0, 1]
+    for bad in (lambda: VM.zero3_animation(9, 4), lambda: VM.stage_layout(17),
+                lambda: VM.table_figure(["a"], ["1"], [["x", "y"]], [[True]], "t"),
+                lambda: VM.memory_vs_dp(1e9, [1, 4], start=8),
+                lambda: VM.accountings(8, ["mixed", "mixed"]),
+                lambda: VM.activation_curves("7.5B", [1024])):  # fmt: skip
+        with pytest.raises(ValueError, match=" must "):
+            bad()
     assert VM.gb_text(16128.4) == "16,128 GB" and VM.gb_text(1.875) == "1.88 GB"
 
 

@@ -1,9 +1,10 @@
 """Figures for the chapter "ZeRO sharding" (chapters/06_zero.ipynb).
 
 Every number drawn comes from :mod:`scaleout.memory` (model states, activations, the ZeRO-3
-step) or from measurements passed in; this module only converts bytes to GB for display.
-Kinds of state get their own colours (Paul Tol's colour-blind-safe "muted" scheme, chosen
-apart from the rank colours); a rank's shard is always drawn in that rank's colour.
+step) or from measurements and tables passed in; this module only converts bytes to GB for
+display. Kinds of state get their own colours (Paul Tol's colour-blind-safe "muted" scheme,
+chosen apart from the rank colours); a rank's shard is always drawn in that rank's colour.
+Sizes are bounded so that every figure stays legible (see each function).
 """
 
 from __future__ import annotations
@@ -13,8 +14,9 @@ from collections.abc import Sequence
 import numpy as np
 import plotly.graph_objects as go
 
+from .. import checks
 from .. import memory as M
-from .animate import animation
+from .animate import MAX_FRAMES, animation
 from .theme import NEUTRAL, new_figure, rank_color
 
 GB = 1e9
@@ -25,13 +27,41 @@ KIND_COLORS = {
     "activations": "#CC6677",
 }
 STAGE_LABELS = {0: "plain DP", 1: "ZeRO-1", 2: "ZeRO-2", 3: "ZeRO-3"}
+ACCOUNTING_LABELS = {
+    "mixed": "ZeRO paper (fp16)",
+    "megatron-bf16": "Megatron bf16",
+    "megatron-fp16": "Megatron fp16",
+    "fp32": "fp32",
+}
 EMPTY = "#F2F2F2"
 UNREDUCED = "#777777"
+FITS, TOO_BIG = "#BBCCEE", "#F2F2F2"  # Paul Tol's pale blue; light grey
+MAX_FIGURE_RANKS = 16  # ranks drawn one row each
+MAX_ANIMATION_SIZE = 8  # layers and ranks of the ZeRO-3 animation (cells grow as L dp^2)
+MAX_CURVE_POINTS = 64
+MAX_TABLE_CELLS = 400
+
+
+def _is_list(x) -> bool:
+    """A sequence or array that is not a string."""
+    return isinstance(x, Sequence | np.ndarray) and not isinstance(x, str)
+
+
+def _str(x):
+    """``x`` itself, or None for anything that is not a string (so ``==`` is safe)."""
+    return x if isinstance(x, str) else None
+
+
+def _params(params) -> float:
+    return checks.positive("params", params)
 
 
 def stage_layout(dp: int = 4, optimizer: str = "adam", precision: str = "mixed") -> go.Figure:
-    """What each rank stores at each stage, in bytes per model parameter, split by kind."""
+    """What each rank stores at each stage, in bytes per model parameter, split by kind
+    (``dp`` at most ``MAX_FIGURE_RANKS``)."""
+    dp = checks.integer("dp", dp, 1, MAX_FIGURE_RANKS)
     rows = [(s, r) for s in M.STAGES for r in range(dp)]
+    states = {s: M.model_state_bytes(1.0, s, dp, optimizer, None, precision) for s in M.STAGES}
     fig = new_figure(
         barmode="stack",
         height=150 + 26 * len(rows),
@@ -46,8 +76,7 @@ def stage_layout(dp: int = 4, optimizer: str = "adam", precision: str = "mixed")
     )
     y = [[STAGE_LABELS[s] for s, _ in rows], [f"rank {r}" for _, r in rows]]
     for kind in M.KINDS:
-        held = [_attr(M.model_state_bytes(1.0, s, dp, optimizer, None, precision), kind)
-                for s, _ in rows]  # fmt: skip
+        held = [_attr(states[s], kind) for s, _ in rows]
         text = [f"shard {r}" if s >= M.SHARDED_FROM[kind] else "full" for s, r in rows]
         fig.add_bar(
             y=y, x=held, orientation="h", name=kind, text=text,
@@ -55,6 +84,66 @@ def stage_layout(dp: int = 4, optimizer: str = "adam", precision: str = "mixed")
             marker=dict(color=KIND_COLORS[kind], line=dict(color="white", width=1)),
             hovertemplate="%{x:.3g} bytes/parameter of " + kind + " (%{text})<extra></extra>",
         )  # fmt: skip
+    return fig
+
+
+def _short(state: M.State) -> str:
+    """A segment label: "W bf16", "g fp32", "master", "m", "v", "g copy"."""
+    name = state.name
+    for key, label in (("master", "master"), ("momentum", "m"), ("variance", "v"),
+                       ("copy", "g copy")):  # fmt: skip
+        if key in name:
+            return label
+    role = {"parameters": "W", "gradients": "g"}.get(state.kind, "K")
+    return f"{role} {name.split()[0]}"
+
+
+def accountings(dp: int = 8, precisions: Sequence[str] = ("mixed", "megatron-bf16",
+                "megatron-fp16")) -> go.Figure:  # fmt: skip
+    """Bytes per parameter of each accounting of Adam's model states (one bar per state),
+    unsharded and with the optimizer states sharded over ``dp`` ranks (ZeRO-1, which is
+    Megatron's distributed optimizer)."""
+    dp = checks.integer("dp", dp, 2, 2**20)
+    if not _is_list(precisions) or not 1 <= len(precisions) <= len(M.PRECISIONS):
+        raise checks.fail("precisions", f"a sequence of 1 to {len(M.PRECISIONS)} accountings",
+                          precisions)  # fmt: skip
+    precisions = [checks.choice("precisions entry", p, M.PRECISIONS) for p in precisions]
+    if len(set(precisions)) != len(precisions):
+        raise checks.fail("precisions", "distinct accountings", precisions)
+    rows = [(p, z) for p in precisions for z in (0, 1)]
+    y = [f"{ACCOUNTING_LABELS[p]}<br>{'unsharded' if z == 0 else f'ZeRO-1, d = {dp}'}"
+         for p, z in rows]  # fmt: skip
+    fig = new_figure(
+        barmode="stack", height=130 + 46 * len(rows),
+        title_text="Bytes per parameter of mixed-precision Adam, three accountings",
+        xaxis_title="model-state bytes per parameter held by one GPU",
+        yaxis=dict(title="", autorange="reversed", automargin=True), showlegend=True,
+        legend=dict(orientation="h", y=1.0, yanchor="bottom", x=1, xanchor="right",
+                    traceorder="normal"),
+        margin=dict(l=140, t=80), uniformtext=dict(minsize=9, mode="hide"),
+    )  # fmt: skip
+    per_row = [M.model_state_bytes(1.0, z, dp, "adam", None, p) for p, z in rows]
+    states = [M.states_per_param("adam", p) for p, _ in rows]
+    for slot in range(max(len(st) for st in states)):  # one trace per position in the stack
+        held = [(st[slot], h.breakdown[st[slot].name]) if slot < len(st) else (None, 0.0)
+                for st, h in zip(states, per_row, strict=True)]  # fmt: skip
+        fig.add_bar(
+            y=y, x=[b for _, b in held], orientation="h", showlegend=False,
+            text=[_short(s) if s else "" for s, _ in held],
+            hovertext=[f"{s.name}: {b:.3g} bytes/parameter" if s else "" for s, b in held],
+            hoverinfo="text", textposition="inside", insidetextanchor="middle",
+            marker=dict(color=[KIND_COLORS[s.kind] if s else EMPTY for s, _ in held],
+                        line=dict(color="white", width=1)),
+        )  # fmt: skip
+    for kind in M.KINDS:  # legend entries: one per kind
+        fig.add_bar(y=y[:1], x=[0], orientation="h", name=kind,
+                    marker_color=KIND_COLORS[kind], hoverinfo="skip")  # fmt: skip
+    totals = [h.total for h in per_row]
+    fig.add_scatter(
+        y=y, x=totals, mode="text", text=[f"  {t:.3g}" for t in totals],
+        textposition="middle right", showlegend=False, hoverinfo="skip",
+    )  # fmt: skip
+    fig.update_xaxes(range=[0, max(totals) * 1.15])
     return fig
 
 
@@ -101,6 +190,7 @@ def _stage_traces(params: float, dp: int, act_bytes: float, gpu_bytes: float | N
 
 def gb_text(gb: float) -> str:
     """A GB amount for a label: 16,128 GB, 31.4 GB, 1.88 GB, 0.117 GB."""
+    gb = checks.nonnegative("gb", gb)
     return f"{gb:,.0f} GB" if gb >= 100 else f"{gb:.3g} GB"
 
 
@@ -127,10 +217,18 @@ def _bars_layout(title: str, top: float) -> dict:
     )
 
 
+def _inputs(params, act_bytes, gpu_bytes) -> tuple[float, float, float]:
+    return (_params(params), checks.nonnegative("act_bytes", act_bytes),
+            checks.positive("gpu_bytes", gpu_bytes))  # fmt: skip
+
+
 def memory_by_stage(params, dp, act_bytes=0.0, gpu_bytes=80e9, title=None) -> go.Figure:
     """Per-device memory of each stage at one N_d: stacked bars with the GPU's capacity."""
+    params, act_bytes, gpu_bytes = _inputs(params, act_bytes, gpu_bytes)
+    dp = checks.integer("dp", dp, 1)
+    title = f"{params / 1e9:,.4g}B parameters: N<sub>d</sub> = {dp}" if title is None else title
+    title = checks.text("title", title, 300)
     traces, top = _stage_traces(params, dp, act_bytes, gpu_bytes)
-    title = title or f"{params / 1e9:,.4g}B parameters: N<sub>d</sub> = {dp}"
     fig = new_figure(**_bars_layout(title, max(top, gpu_bytes / GB)))
     fig.add_traces(traces)
     return fig
@@ -141,6 +239,16 @@ def memory_vs_dp(
 ) -> go.Figure:
     """The same bars with a slider over N_d (fixed y range, so sharded stages shrink),
     showing N_d = ``start`` (one of ``dps``; default the first) until the slider moves."""
+    params, act_bytes, gpu_bytes = _inputs(params, act_bytes, gpu_bytes)
+    dps = checks.array("dps", dps, ndim=1, integer=True, low=1, max_size=MAX_FRAMES).tolist()
+    if not isinstance(name, str) or len(name) > 200:
+        raise checks.fail("name", "a string of at most 200 characters", name)
+    k = 0 if start is None else None
+    if start is not None:
+        checks.integer("start", start, 1)
+        if start not in dps:
+            raise checks.fail("start", f"one of dps {dps}", start)
+        k = dps.index(start)
     frames, tops = [], []
     for dp in dps:
         traces, top = _stage_traces(params, dp, act_bytes, gpu_bytes)
@@ -151,60 +259,143 @@ def memory_vs_dp(
     layout = _bars_layout(titles[0], max(max(tops), gpu_bytes / GB))
     fig = animation(frames, [str(d) for d in dps], frame_titles=titles,
                     slider_prefix="N_d = ", **layout)  # fmt: skip
-    k = 0 if start is None else list(dps).index(start)
     fig.update(data=frames[k])
     fig.update_layout(title_text=titles[k])
     fig.layout.sliders[0].active = k
     return fig
 
 
+CURVES = (  # (recompute, flash_attention, legend, dash, colour, width)
+    ("none", False, "no recompute, scores stored", "solid", KIND_COLORS["activations"], 2.5),
+    ("none", True, "no recompute, FlashAttention", "solid", "#88CCEE", 7),  # wide: under
+    ("selective", False, "selective recompute", "dash", "#882255", 2.5),  # selective's line
+    ("full", False, "full recompute", "dot", "#117733", 2.5),
+)
+
+
 def activation_curves(config: M.Transformer, seqs: Sequence[int], batch: int = 1, tp: int = 1):
-    """GB of activations per layer against sequence length, for each recomputation mode."""
+    """GB of activations per layer against sequence length: no recomputation with the
+    attention matrices stored (Korthikanti et al.) and with FlashAttention, selective and
+    full recomputation (at most ``MAX_CURVE_POINTS`` lengths)."""
+    checks.instance("config", config, M.Transformer)
+    seqs = checks.array("seqs", seqs, ndim=1, integer=True, low=1, max_size=MAX_CURVE_POINTS)
+    batch, tp = checks.integer("batch", batch, 1), checks.integer("tp", tp, 1)
     fig = new_figure(
-        height=420,
+        height=440,
         title_text=f"Activations per layer, {config.name} config (b = {batch})",
         xaxis=dict(
             title="sequence length s (tokens)",
             type="log",
-            tickvals=list(seqs),
-            ticktext=[str(x) for x in seqs],
+            tickvals=seqs.tolist(),
+            ticktext=[str(x) for x in seqs.tolist()],
         ),
         yaxis=dict(title="activation memory per layer (GB)", type="log", dtick=1),
         legend=dict(x=0.02, y=0.98),
     )
-    dashes = {"none": "solid", "selective": "dash", "full": "dot"}
-    colors = {"none": KIND_COLORS["activations"], "selective": "#882255", "full": "#117733"}
-    for mode in M.RECOMPUTE:
-        y = M.activation_bytes_per_layer(np.asarray(seqs), batch, config.hidden,
-                                         config.heads, mode, tp)  # fmt: skip
+    for mode, flash, label, dash, color, width in CURVES:
+        y = M.activation_bytes_per_layer(seqs, batch, config.hidden, config.heads, mode, tp,
+                                         flash_attention=flash)  # fmt: skip
         fig.add_scatter(
-            x=list(seqs),
+            x=seqs.tolist(),
             y=np.asarray(y) / GB,
             mode="lines+markers",
-            name=f"recompute: {mode}",
-            line=dict(dash=dashes[mode], color=colors[mode], width=2.5),
-            hovertemplate="s = %{x}: %{y:.3g} GB<extra>" + mode + "</extra>",
+            name=label,
+            line=dict(dash=dash, color=color, width=width),
+            hovertemplate="s = %{x}: %{y:.3g} GB<extra>" + label + "</extra>",
         )
     return fig
 
 
-def zero3_animation(layers: int = 4, dp: int = 4) -> go.Figure:
+def table_figure(rows: Sequence[str], columns: Sequence[str], text, shaded, title: str,
+                 bold=None, shade_name: str = "fits", row_title: str = "",
+                 column_title: str = "") -> go.Figure:  # fmt: skip
+    """A table drawn as a heatmap: ``text[i][j]`` in row i, column j; cells with
+    ``shaded[i][j]`` true in pale blue (the legend says ``shade_name``), the others grey;
+    ``bold[i][j]`` true in bold. At most ``MAX_TABLE_CELLS`` cells."""
+    for key, labels in (("rows", rows), ("columns", columns)):
+        if not _is_list(labels) or not len(labels):
+            raise checks.fail(key, "a non-empty sequence of labels", labels)
+        for label in labels:
+            checks.text(f"{key} entry", label, 80)
+    shape = (len(rows), len(columns))
+    if shape[0] * shape[1] > MAX_TABLE_CELLS:
+        raise checks.fail("rows x columns", f"at most {MAX_TABLE_CELLS} cells", shape)
+    checks.text("title", title, 300)
+    checks.text("shade_name", shade_name, 80)
+    for key, value in (("row_title", row_title), ("column_title", column_title)):
+        if not isinstance(value, str) or len(value) > 80:
+            raise checks.fail(key, "a string of at most 80 characters", value)
+    text = _grid("text", text, shape, str)
+    shaded = _grid("shaded", shaded, shape, bool)
+    bold = [[False] * shape[1]] * shape[0] if bold is None else _grid("bold", bold, shape, bool)
+    cells = [[f"<b>{t}</b>" if b else t for t, b in zip(tr, br, strict=True)]
+             for tr, br in zip(text, bold, strict=True)]  # fmt: skip
+    fig = new_figure(
+        height=120 + 34 * shape[0], title_text=title,
+        xaxis=dict(title=column_title, side="top", showgrid=False, type="category",
+                   automargin=True),
+        yaxis=dict(title=row_title, autorange="reversed", showgrid=False, type="category",
+                   automargin=True),
+        margin=dict(l=20, t=110, b=20), showlegend=True,
+        legend=dict(orientation="h", y=0, yanchor="top", x=0),
+    )  # fmt: skip
+    fig.add_heatmap(
+        x=list(columns), y=list(rows), z=[[1 if s else 0 for s in r] for r in shaded],
+        zmin=0, zmax=1, colorscale=[[0, TOO_BIG], [1, FITS]], showscale=False,
+        text=cells, texttemplate="%{text}", hoverinfo="text", xgap=2, ygap=2,
+    )  # fmt: skip
+    for name, color in ((shade_name, FITS), ("does not", TOO_BIG)):
+        fig.add_scatter(x=[None], y=[None], mode="markers", name=name,
+                        marker=dict(symbol="square", size=14, color=color,
+                                    line=dict(color="#888888", width=1)))  # fmt: skip
+    return fig
+
+
+def _grid(name: str, grid, shape, kind) -> list:
+    """A list of ``shape[0]`` rows of ``shape[1]`` entries of type ``kind``."""
+    what = f"{shape[0]} rows of {shape[1]} {'strings' if kind is str else 'booleans'}"
+    if not _is_list(grid) or len(grid) != shape[0]:
+        raise checks.fail(name, what, grid)
+    out = []
+    for row in grid:
+        if not _is_list(row) or len(row) != shape[1]:
+            raise checks.fail(name, what, grid)
+        if kind is str:
+            out.append(
+                [t if t == "" else checks.text(f"{name} entry", t, 80) for t in map(_str, row)]
+            )
+        else:
+            out.append([checks.boolean(f"{name} entry", b) for b in row])
+    return out
+
+
+def zero3_animation(layers: int = 4, dp: int = 4, prefetch: int = 0) -> go.Figure:
     """One ZeRO-3 step (:func:`scaleout.memory.zero3_step`): rows are ranks and their
     parameters (W), gradients (g) and optimizer states (m, v); columns are layers, each cut
-    into dp shards. Shard s belongs to rank s and is drawn in its colour."""
-    steps = M.zero3_step(layers, dp)
+    into dp shards. Shard s belongs to rank s and is drawn in its colour. At most
+    ``MAX_ANIMATION_SIZE`` layers and ranks, and ``MAX_FRAMES`` frames."""
+    layers = checks.integer("layers", layers, 1, MAX_ANIMATION_SIZE)
+    dp = checks.integer("dp", dp, 1, MAX_ANIMATION_SIZE)
+    steps = M.zero3_step(layers, dp, prefetch)
+    if len(steps) > MAX_FRAMES:
+        raise checks.fail("layers", f"few enough layers for {MAX_FRAMES} frames", layers)
     xs = [i * (dp + 1) + s for i in range(layers) for s in range(dp)]
     rows = ["W", "g", "m,v"]
+    px, py = [], []
+    for r in range(dp):
+        for j in range(len(rows)):
+            for i in range(layers):
+                for s in range(dp):
+                    px.append(i * (dp + 1) + s)
+                    py.append(r * (len(rows) + 1) + j)
     frames, labels, titles = [], [], []
     for k, f in enumerate(steps):
-        px, py, color, text, hover = [], [], [], [], []
+        color, text, hover = [], [], []
         for r in range(dp):
-            for j, row in enumerate(rows):
+            for row in rows:
                 for i in range(layers):
                     for s in range(dp):
                         c, t, h = _zero3_cell(f, row, r, i, s)
-                        px.append(i * (dp + 1) + s)
-                        py.append(r * (len(rows) + 1) + j)
                         color.append(c)
                         text.append(t)
                         hover.append(f"rank {r}, layer {i}, shard {s}: {h}")
@@ -235,18 +426,18 @@ def _zero3_cell(f: M.Zero3Frame, row: str, r: int, i: int, s: int):
     mine = s == r
     if row == "W":
         if mine or f.gathered[i]:
-            what = "its own parameter shard" if mine else f"gathered copy of rank {s}'s shard"
+            what = "own shard" if mine else f"gathered from rank {s}"
             new = f.updated[i] and mine
             return rank_color(s), "W′" if new else "W", what + (" (updated)" if new else "")
         return EMPTY, "", "not held"
     if row == "g":
         if f.grad[i] == "full":
-            return UNREDUCED, "g", "this rank's own gradient, not yet summed"
+            return UNREDUCED, "g", "own gradient, not yet summed"
         if f.grad[i] == "shard" and mine:
-            return rank_color(s), "Σg", "gradient summed over all ranks (its shard)"
+            return rank_color(s), "Σg", "summed gradient of its shard"
         return EMPTY, "", "not held"
     if mine:
-        return rank_color(s), "m,v", "Adam momentum and variance of its shard"
+        return rank_color(s), "m,v", "Adam states of its shard"
     return EMPTY, "", "not held"
 
 
@@ -265,7 +456,12 @@ def _highlight(f: M.Zero3Frame, dp: int, ymax: int) -> go.Scatter:
 
 def measured_state_bytes(measured: Sequence[float], predicted: Sequence[float], ideal: float):
     """Per-rank optimizer-state bytes measured from a real optimizer, with the prediction
-    and the even split (total / N_d) as references."""
+    and the even split (total / N_d) as references (at most ``MAX_FIGURE_RANKS`` ranks)."""
+    measured = checks.array("measured", measured, ndim=1, low=0.0, max_size=MAX_FIGURE_RANKS)
+    predicted = checks.array("predicted", predicted, ndim=1, low=0.0, max_size=MAX_FIGURE_RANKS)
+    if len(predicted) != len(measured):
+        raise checks.fail("predicted", f"{len(measured)} values, one per rank", predicted.tolist())
+    ideal = checks.nonnegative("ideal", ideal)
     ranks = list(range(len(measured)))
     fig = new_figure(
         height=380,
@@ -276,12 +472,12 @@ def measured_state_bytes(measured: Sequence[float], predicted: Sequence[float], 
         margin=dict(b=100),
     )
     fig.add_bar(
-        x=ranks, y=list(measured), name="measured from optimizer.state",
+        x=ranks, y=measured.tolist(), name="measured from optimizer.state",
         marker_color=[rank_color(r) for r in ranks],
         hovertemplate="rank %{x}: %{y} bytes<extra>measured</extra>",
     )  # fmt: skip
     fig.add_scatter(
-        x=ranks, y=list(predicted), mode="markers", name="predicted by greedy_partition",
+        x=ranks, y=predicted.tolist(), mode="markers", name="predicted by greedy_partition",
         marker=dict(symbol="x", size=12, color="black"),
         hovertemplate="rank %{x}: %{y} bytes<extra>predicted</extra>",
     )  # fmt: skip
