@@ -1,6 +1,5 @@
 from fuzz import call
 
-
 BASELINES = {
     "gbit_per_s_to_gbyte_per_s": call(400.0),
     "gbyte_per_s_to_gbit_per_s": call(50.0),
