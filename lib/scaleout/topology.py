@@ -642,16 +642,19 @@ def flat_ring_allreduce(cluster: Cluster, nbytes: float, channels: int | None = 
     out: ``channels`` flat rings over all GPUs (default: one per NIC of a server), each
     carrying ``nbytes / channels``, all at once.
 
-    Each ring visits the GPUs of a server one after another over NVLink and leaves the
-    server through one NIC. Channel c leaves server s by rail (r_s + c) mod nics, and enters
-    server s+1 on that same rail, so every hop between servers stays on one rail (one leaf
-    switch in a rail-optimized fabric) and the channels stripe the traffic over all the
-    NICs: with one channel per NIC every NIC carries 2(p-1)/p * nbytes / channels each
-    way. NCCL builds rings this way (one ring per NIC, traffic split over NVLink and then
-    onto the N NICs: NVIDIA/nccl issue 601; same-NIC rings for rail-optimized fabrics:
-    ``NCCL_CROSS_NIC`` in NCCL's environment-variable documentation; "alternating rings",
-    NCCL 2.20 release notes). Where the rails cannot alternate (two NICs and an odd number
-    of servers) a server enters and leaves on one rail, by two GPUs when the rail has two.
+    Each ring enters a server through a NIC, visits its GPUs one after another over NVLink
+    and leaves through a NIC; NCCL runs several such rings at once, one per NIC, so that
+    the NICs' bandwidths add up (NVIDIA/nccl issue 412, S. Jeaugey), and keeps each ring on
+    the same NIC from node to node so that its traffic stays on one rail of a
+    rail-optimized fabric (``NCCL_CROSS_NIC`` in NCCL's environment-variable documentation).
+    Here channel c leaves server s by rail (r_s + c) mod nics and enters server s+1 on that
+    same rail: every hop between servers stays on one rail (one leaf switch), and with one
+    channel per NIC every NIC carries 2(p-1)/p * nbytes / channels each way. NCCL may enter
+    and leave a server through the same NIC (its last GPU reaches that NIC over PCIe, which
+    this model does not draw); the model sends every flow through its sending GPU's own NIC
+    and alternates rails instead, which puts the same bytes on every NIC and leaf. Where the
+    rails cannot alternate (two NICs and an odd number of servers) a server enters and leaves
+    on one rail, by two GPUs when the rail has two.
 
     ``channels=1`` is one ring whose hops between servers each go through a single NIC:
     the "what if one NIC" case, the pricing NCCL does *not* do. Chapter 10 prices NCCL's
