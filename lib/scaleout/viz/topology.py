@@ -111,7 +111,9 @@ def nvswitch_domains(scope: str = "whole domain", direction: str = "bidirectiona
             name=f"NVSwitch gen {gen}: {sw.ports} ports per chip"
             + (" (secondary)" if sw.secondary else ""),
             text=[f"{s.name}<br>{s.gpus_per_nvlink_domain} GPUs" for s in sub],
-            textposition="middle right",
+            # a domain spanning servers announced a year before the next one: label it on
+            # the left, so that the two 256-GPU domains (2022, 2023) do not overlap
+            textposition=["middle left" if s.all_to_all_tb_per_s else "middle right" for s in sub],
             hovertext=[
                 f"{s.name} ({s.year}): {s.gpus_per_nvlink_domain} GPUs × "
                 f"{s.nvlink_per_gpu.label('GB/s', direction)} per GPU = "
