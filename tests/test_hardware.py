@@ -231,3 +231,59 @@ def test_nic_rows(nic):
     name = f"nic-{nic.gbit_per_s}g"
     if name in hw.LINKS:
         assert hw.link(name).gb_per_s == nic.bandwidth.to("GB/s", "per direction")
+
+
+# --- the 256-GPU NVLink domains: which figure belongs to which system -----------------------
+def test_57_6_tb_s_belongs_to_the_2022_h100_nvlink_switch_system():
+    nvss, gh = hw.system("H100 NVLink Switch System"), hw.system("DGX GH200")
+    assert (nvss.year, nvss.gpu, nvss.gpus_per_nvlink_domain) == (2022, "H100", 256)
+    assert nvss.all_to_all_tb_per_s == 57.6 and "H100" in nvss.source and "57.6" in nvss.source
+    assert gh.all_to_all_tb_per_s is None and "57.6" not in gh.source  # not DGX GH200's figure
+    assert (gh.year, gh.gpus_per_nvlink_domain, gh.memory_tb) == (2023, 256, 144.0)
+    inject = (nvss.nvlink_per_gpu * 256).to("TB/s", "per direction")
+    assert inject == 115.2 and nvss.all_to_all_tb_per_s / inject == 0.5  # half of it
+    assert gh.nvlink_per_gpu == nvss.nvlink_per_gpu  # both NVLink 4: 900 GB/s bidirectional
+
+
+# --- issue 21: records validate when built -----------------------------------------------------
+@pytest.mark.parametrize(
+    "make, message",
+    [
+        (
+            lambda: hw.LinkPreset("x", "nic", 0.0, 1e-6, "src"),
+            "gb_per_s must be a finite number > 0",
+        ),
+        (lambda: hw.LinkPreset("x", "nic", 50.0, -1.0, "src"), "alpha_s must be"),
+        (lambda: hw.LinkPreset("x", "wifi", 50.0, 1e-6, "src"), "kind must be one of"),
+        (lambda: hw.LinkPreset("x", "nic", 50.0, 1e-6, "src", links=0), "links must be"),
+        (lambda: hw.LinkPreset("x", "nic", "50", 1e-6, "src"), "gb_per_s must be"),
+        (lambda: hw.link({}), "name must be one of"),
+        (lambda: hw.link(["nic-400g"]), "name must be one of"),
+        (lambda: hw.nvlink_generation(4.0), "generation must be one of"),
+        (lambda: hw.nvlink_generation(True), "generation must be one of"),
+        (lambda: hw.system({}), "name must be one of"),
+        (lambda: hw.NVLinkGeneration(4, "H100", 2022, 18, 50.0, 800.0, "s"), "links x per link"),
+        (lambda: hw.NICSpeed("CX", 400.0, 4, 50.0, "NDR", "400GbE", "s"), "lanes x lane"),
+        (lambda: hw.System("x", 2022, "H100", 9, 3, 8, 8, 8, 400.0, "s"), "nvlink_generation"),
+        (lambda: hw.System("x", 2022, "H100", 4, 3, 8, 8, 8, None, "s"), "both None or both"),
+        (lambda: hw.System("x", 2022, "H100", 4, 3, 8, None, 8, 400.0, "s"), "gpus_per_server"),
+        (lambda: hw.PCIeGeneration(5, 2019, 32.0, (130, 128), "s"), "encoding must be"),
+        (lambda: hw.PCIE_GENERATIONS[4].x(16.0), "lanes must be one of"),
+        (lambda: hw.Bandwidth(-1.0), "bytes_per_s must be"),
+        (lambda: hw.Bandwidth(1.0) * float("inf"), "k must be"),
+        (lambda: hw.Bandwidth(1.0) / 0, "k must be a finite number > 0"),
+        (lambda: hw.Bandwidth.of(1e308, "TB/s", "per direction"), "must stay finite"),
+        (lambda: hw.Bandwidth(1.0).label("GB/s", "per direction", 3), "scope must be"),
+        (lambda: hw.gbyte_per_s_to_gbit_per_s(1e308), "x must be finite real values in"),
+        (lambda: hw.gbit_per_s_to_gbyte_per_s("400"), "x must be"),
+    ],
+)
+def test_bad_records_and_arguments_raise_value_errors(make, message):
+    with pytest.raises(ValueError, match=message):
+        make()
+
+
+@given(st.floats(1e-3, 1e6), st.floats(0, 1e-3), st.integers(1, 64))
+def test_every_valid_preset_prices_a_byte(gb_per_s, alpha_s, links):
+    preset = hw.LinkPreset("x", "nvlink", gb_per_s, alpha_s, "a source", links=links)
+    assert preset.beta_s_per_byte > 0 and preset.gb_per_s_bidirectional == 2 * gb_per_s

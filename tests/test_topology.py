@@ -9,6 +9,7 @@ from hypothesis import strategies as st
 from scaleout import costmodel as M
 from scaleout import hardware as H
 from scaleout import topology as T
+from scaleout import trees
 from scaleout.viz import topology as VT
 
 GB = 1e9
@@ -206,22 +207,34 @@ def test_nvlink_ring_time_is_the_alpha_beta_ring(g):
 def test_scenarios_against_the_ring_formula(over):
     s, g = 16, 8
     out = T.allreduce_scenarios(s, g, 450.0, 50.0, over, GB)
-    assert list(out) == [
-        "inside one server (NVLink)",
-        "across servers, on the rails",
-        "across servers, through the spine",
-        "all GPUs, hierarchical",
-    ]
+    assert (
+        list(out)
+        == list(T.SCENARIOS)
+        == [
+            "inside one server (NVLink)",
+            "across servers, on the rails",
+            "across servers, through the spine",
+            "all GPUs, flat rings on all NICs",
+            "all GPUs, hierarchical (Horovod)",
+            "all GPUs, one ring (what if one NIC)",
+        ]
+    )
     ring = M.collective_time("allreduce", "ring", GB, s, 3e-6, 1 / 50e9)
     assert out["across servers, on the rails"].seconds == pytest.approx(ring)
     spine = M.collective_time("allreduce", "ring", GB, s, 3e-6, over / 50e9)
     assert out["across servers, through the spine"].seconds == pytest.approx(spine)
     inside = M.collective_time("allreduce", "ring", GB, g, 1e-6, 1 / 450e9)
     assert out["inside one server (NVLink)"].seconds == pytest.approx(inside)
-    h = out["all GPUs, hierarchical"]
+    h = out["all GPUs, hierarchical (Horovod)"]
     assert h.bandwidth_s == pytest.approx(
         2 * (g - 1) / g * GB / 450e9 + 2 * (s - 1) / s * GB / g / 50e9
     )
+    p = s * g  # flat rings over all 128 GPUs: one channel per NIC, each NIC 1/8 of a ring
+    flat, one = out["all GPUs, flat rings on all NICs"], out["all GPUs, one ring (what if one NIC)"]
+    assert flat.bandwidth_s == pytest.approx(2 * (p - 1) / p * GB / g / 50e9)
+    assert one.bandwidth_s == pytest.approx(2 * (p - 1) / p * GB / 50e9)
+    assert flat.latency_s == one.latency_s == pytest.approx(2 * (p - 1) * 3e-6)
+    assert flat.bottleneck.kind == one.bottleneck.kind == "nic-out"
 
 
 def test_the_time_of_a_pattern_is_its_busiest_link():
@@ -242,10 +255,15 @@ def test_the_time_of_a_pattern_is_its_busiest_link():
 @pytest.mark.parametrize(
     "kwargs, message",
     [
-        (dict(servers=0), "servers must be an integer >= 1"),
-        (dict(gpus_per_server=-8), "gpus_per_server must be an integer >= 1"),
+        (dict(servers=0), r"servers must be an integer in \[1, 65536\]"),
+        (dict(gpus_per_server=-8), r"gpus_per_server must be an integer in \[1, 65536\]"),
         (dict(gpus_per_server=8, nics_per_server=3), "nics_per_server must divide"),
-        (dict(servers_per_leaf=0), "servers_per_leaf must be an integer >= 1"),
+        (dict(gpus_per_server=8, nics_per_server=16), "nics_per_server must be an integer in"),
+        (dict(servers_per_leaf=0), "servers_per_leaf must be an integer in"),
+        (dict(servers=10**7), "servers must be an integer in"),  # issue 21: unbounded
+        (dict(servers=8193, gpus_per_server=8), "servers \\* gpus_per_server must be at most"),
+        (dict(nic_alpha_s=-1e-6), "nic_alpha_s must be a finite number in"),
+        (dict(servers=4.0), "servers must be an integer"),
         (dict(oversubscription=0.5), "oversubscription must be a finite number >= 1"),
         (dict(nic_gb_per_s=0), "nic_gb_per_s must be a finite number > 0"),
         (dict(nvlink_gb_per_s=math.inf), "nvlink_gb_per_s must be a finite number > 0"),
@@ -260,13 +278,13 @@ def test_bad_clusters_raise(kwargs, message):
 
 def test_bad_indices_and_patterns_raise():
     c = T.Cluster(servers=2, gpus_per_server=4)
-    with pytest.raises(ValueError, match=r"gpu must be in 0\.\.7, got 8"):
+    with pytest.raises(ValueError, match=r"dst must be an integer in \[0, 7\], got 8"):
         c.path(0, 8)
-    with pytest.raises(ValueError, match="gpu must be in"):
+    with pytest.raises(ValueError, match="src must be an integer in"):
         c.path(-1, 0)
     with pytest.raises(ValueError, match="gpu must be an integer"):
         c.server_of(1.5)
-    with pytest.raises(ValueError, match="gpu must be in"):
+    with pytest.raises(ValueError, match="dst must be an integer in"):
         T.link_loads(c, [(0, 99, 1.0)])
     with pytest.raises(ValueError, match="nbytes must be"):
         T.link_loads(c, [(0, 1, -1.0)])
@@ -274,11 +292,11 @@ def test_bad_indices_and_patterns_raise():
         T.tp_allreduce(c, GB, tp=3)
     with pytest.raises(ValueError, match="algorithm must be"):
         T.dp_allreduce(c, GB, "butterfly")
-    with pytest.raises(ValueError, match="leaf must be in"):
+    with pytest.raises(ValueError, match="leaf must be an integer in"):
         c.leaf_uplink_gb_per_s(99)
-    with pytest.raises(ValueError, match="link kind must be one of"):
+    with pytest.raises(ValueError, match="kind must be one of"):
         c.link_gb_per_s(T.Link("pcie", 0))
-    with pytest.raises(ValueError, match="nic must be in"):
+    with pytest.raises(ValueError, match=r"link index \(a NIC\) must be an integer in"):
         c.link_gb_per_s(T.Link("nic-out", 8))
     with pytest.raises(ValueError, match="tier must be one of"):
         c.alpha_s("rack")
@@ -306,3 +324,166 @@ def test_figures_build_with_labelled_axes():
     assert m.layout.xaxis.title.text == "message size (bytes)"
     with pytest.raises(ValueError, match="scope must be one of"):
         VT.nvlink_timeline("per port", "per direction")
+
+
+# --- NCCL-style flat rings, the one-NIC case, the double binary tree -----------------------
+def test_flat_rings_stripe_over_every_nic_of_two_dgx_h100():
+    """16 GPUs in two DGX H100 servers, 256 MB: one channel per NIC puts 1/8 of the ring on
+    each NIC; one ring ("what if one NIC") puts all of it through one NIC per server."""
+    two, n = T.Cluster(2, 8), 256e6
+    striped = T.flat_ring_allreduce(two, n)
+    assert striped.name == "flat ring all-reduce, 8 channels" and striped.steps == (30,)
+    loads = T.link_loads(two, striped)
+    nic = {k: v for k, v in loads.items() if k.kind.startswith("nic")}
+    assert len(nic) == 32
+    assert all(v == pytest.approx(2 * 15 / 16 * n / 8) for v in nic.values())
+    assert T.tier_bytes(two, striped)["spine"] == 0  # every hop stays on its rail
+    nvlink = [v for k, v in loads.items() if k.kind.startswith("nvlink")]
+    assert all(v == pytest.approx(7 * 2 * 15 / 16 * n / 8) for v in nvlink)  # exit in 1 of 8
+    t8 = T.traffic_time(two, striped)
+    t1 = T.traffic_time(two, T.flat_ring_allreduce(two, n, channels=1))
+    assert t8.bandwidth_s == pytest.approx(1.2e-3) and t8.bottleneck.kind == "nic-out"
+    assert t1.bandwidth_s == pytest.approx(9.6e-3) and t1.bottleneck.kind == "nic-out"
+    # the one-channel flat ring is the plain ring of ring_allreduce, priced the same
+    plain = T.traffic_time(two, T.ring_allreduce(two, [list(range(16))], n))
+    assert plain.bandwidth_s == pytest.approx(t1.bandwidth_s)
+
+
+@settings(max_examples=80, deadline=None)
+@given(
+    st.integers(1, 12),
+    st.sampled_from([(1, 1), (2, 1), (2, 2), (4, 2), (4, 4), (8, 4), (8, 8)]),
+    st.integers(1, 3),
+)
+def test_flat_rings_conserve_bytes_and_balance_the_nics(servers, shape, per_nic):
+    g, nics = shape
+    c = T.Cluster(servers, g, nics_per_server=nics, servers_per_leaf=servers)
+    traffic = T.flat_ring_allreduce(c, GB, channels=per_nic * nics)
+    p = c.num_gpus
+    out = sum(v for k, v in T.link_loads(c, traffic).items() if k.kind in ("nvlink-out", "nic-out"))
+    assert out == pytest.approx(2 * (p - 1) * GB)  # every GPU sends 2(p-1)/p n in all
+    nic = [v for k, v in T.link_loads(c, traffic).items() if k.kind == "nic-out"]
+    alternating = nics > 2 or servers <= 2 or servers % 2 == 0 or nics == 1
+    if servers > 1 and alternating:
+        assert len(nic) == servers * nics  # every NIC of every server is busy ...
+        assert max(nic) == pytest.approx(min(nic))  # ... with the same share
+        assert max(nic) == pytest.approx(2 * (p - 1) / p * GB / nics)
+        assert T.tier_bytes(c, traffic)["spine"] == 0
+    t = T.traffic_time(c, traffic)
+    assert math.isfinite(t.seconds) and t.seconds >= t.bandwidth_s >= 0
+
+
+@pytest.mark.parametrize("servers", [2, 3, 7, 8, 9, 16, 31])
+def test_double_binary_tree_loads_no_nic_more_than_the_ring(servers):
+    """Chapter 9's trees: for odd counts rank 0 is an inner node of both trees (with one
+    child in each), and still no NIC carries more than 2 n per direction; one binary tree
+    puts 3 n on its inner nodes."""
+    c = T.Cluster(servers, 1)
+    report = trees.check_double_tree(servers)
+    if servers % 2:
+        assert report.interior_in_both.tolist() == [0]
+    else:
+        assert report.interior_in_both.size == 0
+    assert report.max_children <= 2
+    double = T.link_loads(c, T.dp_allreduce(c, GB, "double-tree"))
+    assert max(double.values()) <= 2 * GB + 1e-6
+    single = T.link_loads(c, T.dp_allreduce(c, GB, "tree"))
+    assert max(single.values()) == (3 * GB if servers >= 5 else 2 * GB if servers > 2 else GB)
+
+
+# --- issue 21: bad input is a clear ValueError, and work stays bounded ------------------------
+def test_negative_sizes_and_steps_are_refused():
+    c = T.Cluster(servers=2, gpus_per_server=2)
+    with pytest.raises(ValueError, match="nbytes must be a finite number >= 0"):
+        T.Traffic("bad", (((0, 2, -1e9),),), (1,))
+    with pytest.raises(ValueError, match="steps must be an integer in"):
+        T.Traffic("bad", (((0, 2, 1e9),),), (-5,))
+    with pytest.raises(ValueError, match="steps must be one count per phase"):
+        T.Traffic("bad", (((0, 2, 1e9),), ()), (1,))
+    with pytest.raises(ValueError, match="nbytes must be"):
+        T.flat_ring_allreduce(c, -1.0)
+    t = T.traffic_time(c, T.Traffic("ok", (((0, 2, 1e9),),), (1,)))
+    assert t.latency_s > 0 and t.bandwidth_s > 0
+
+
+def test_sizes_have_limits():
+    with pytest.raises(ValueError, match="servers must be an integer in"):
+        T.allreduce_scenarios(10**7, 8, 450.0, 50.0)
+    with pytest.raises(ValueError, match="servers \\* gpus_per_server must be at most 65536"):
+        T.allreduce_scenarios(16384, 8, 450.0, 50.0)
+    c = T.Cluster(servers=2, gpus_per_server=4)
+    with pytest.raises(ValueError, match="channels must be an integer in"):
+        T.flat_ring_allreduce(c, GB, channels=10**6)
+    with pytest.raises(ValueError, match="channels \\* GPUs must be at most"):
+        T.flat_ring_allreduce(T.Cluster(8192, 8), GB, channels=64)
+
+
+@pytest.mark.parametrize(
+    "call, message",
+    [
+        (lambda c: T.link_loads(1, []), "cluster must be a Cluster"),
+        (lambda c: T.traffic_time(c, "ring"), "traffic must be a Traffic"),
+        (lambda c: T.tier_bytes(c, None), "traffic must be a Traffic"),
+        (lambda c: T.tp_allreduce(object(), GB), "cluster must be a Cluster"),
+        (lambda c: T.link_loads(c, "4"), "flows must be an iterable"),
+        (lambda c: T.link_loads(c, [[1.0], [1.0, 2.0]]), "flow must be a Flow or"),
+        (lambda c: T.link_loads(c, [("a", 1, 1.0)]), "src must be an integer"),
+        (lambda c: c.link_gb_per_s(("nic-out",)), "link must be a Link or"),
+        (lambda c: c.alpha_s(["leaf"]), "tier must be one of"),
+        (lambda c: T.dp_allreduce(c, GB, {}), "algorithm must be one of"),
+        (lambda c: T.ring_allreduce(c, [[0, 0, 1]], GB), "groups must be"),
+        (lambda c: T.ring_allreduce(c, "0123", GB), "groups must be"),
+        (lambda c: T.Timing(-1.0, 0.0, 0.0), "seconds must be"),
+        (lambda c: T.Timing(1.0, 0.0, 1.0, "nic"), "bottleneck must be a Link or None"),
+        (lambda c: T.Path(0, 1, "moon", (), ()), "tier must be one of"),
+        (lambda c: T.Flow(0, 1, float("nan")), "nbytes must be"),
+        (lambda c: T.Link("nic-out", -1), "index must be an integer in"),
+    ],
+)
+def test_objects_are_checked_not_duck_typed(call, message):
+    with pytest.raises(ValueError, match=message):
+        call(T.Cluster(servers=2, gpus_per_server=4))
+
+
+def test_results_that_overflow_are_refused():
+    c = T.Cluster(servers=2, gpus_per_server=2, nic_gb_per_s=1e-300)
+    with pytest.raises(ValueError, match="must stay finite"):
+        T.traffic_time(c, T.dp_allreduce(c, 1e300))
+
+
+# --- properties of the fluid model ------------------------------------------------------------
+PATTERNS = {
+    "tp": lambda c, n: T.tp_allreduce(c, n),
+    "pp": lambda c, n: T.pp_send(c, n),
+    "dp-ring": lambda c, n: T.dp_allreduce(c, n),
+    "dp-tree": lambda c, n: T.dp_allreduce(c, n, "tree"),
+    "dp-double-tree": lambda c, n: T.dp_allreduce(c, n, "double-tree"),
+    "hier": lambda c, n: T.hierarchical_allreduce(c, n),
+    "flat": lambda c, n: T.flat_ring_allreduce(c, n),
+    "flat-1": lambda c, n: T.flat_ring_allreduce(c, n, 1),
+}
+
+
+@settings(max_examples=80, deadline=None)
+@given(clusters(), st.sampled_from(sorted(PATTERNS)), st.floats(1.0, 1e12))
+def test_times_are_finite_nonnegative_and_grow_with_size(c, pattern, nbytes):
+    small = T.traffic_time(c, PATTERNS[pattern](c, nbytes))
+    large = T.traffic_time(c, PATTERNS[pattern](c, 2 * nbytes))
+    for t in (small, large):
+        assert all(math.isfinite(x) and x >= 0 for x in t[:3])
+        assert t.seconds == pytest.approx(t.latency_s + t.bandwidth_s)
+    assert large.latency_s == small.latency_s  # latency does not depend on size
+    assert large.bandwidth_s == pytest.approx(2 * small.bandwidth_s)  # fluid: linear
+    loads = T.link_loads(c, PATTERNS[pattern](c, nbytes))
+    assert all(math.isfinite(v) and v >= 0 for v in loads.values())
+
+
+@settings(max_examples=40, deadline=None)
+@given(st.integers(2, 64), st.sampled_from([4, 8]), st.sampled_from([1.0, 2.0, 4.0]))
+def test_striped_rings_never_lose_to_one_ring(servers, g, over):
+    out = T.allreduce_scenarios(servers, g, 450.0, 50.0, over, GB)
+    flat = out["all GPUs, flat rings on all NICs"]
+    one = out["all GPUs, one ring (what if one NIC)"]
+    assert flat.bandwidth_s * g == pytest.approx(one.bandwidth_s)  # g NICs against one
+    assert flat.seconds <= one.seconds
+    assert all(math.isfinite(t.seconds) and t.seconds > 0 for t in out.values())

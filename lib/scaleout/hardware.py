@@ -10,35 +10,52 @@ Chapter 11 adds :class:`Bandwidth` (one value, read back only by naming unit *an
 direction) and the tables ``NVLINK_GENERATIONS``, ``NVSWITCH_GENERATIONS``, ``SYSTEMS``,
 ``PCIE_GENERATIONS`` and ``NIC_SPEEDS``; every row carries its source, and rows not
 confirmed in a primary source are marked ``secondary``.
+
+Every record checks its fields when it is built (:mod:`scaleout.checks`): a preset with
+0 GB/s or a row whose per-GPU figure is not links x per link raises ``ValueError`` at
+once, not a ``ZeroDivisionError`` later.
 """
 
 from __future__ import annotations
 
+import math
+import sys
 from dataclasses import dataclass
 
-import numpy as np
+from . import checks
 
 BITS_PER_BYTE = 8
+KINDS = ("pcie", "nvlink", "nic")
+MAX_LINKS = 64  # NVLink links per GPU (18 on H100 and B200)
+MAX_ALPHA_S = 1.0  # a per-message latency above a second is not a link
+_YEARS = (1990, 2100)
+_SOURCE_CHARS = 1000
 
 
 def gbit_per_s_to_gbyte_per_s(x):
     """Gb/s (1e9 bits/s) to GB/s (1e9 bytes/s): divide by 8. Vectorised."""
-    return _finite("x", x) / BITS_PER_BYTE
+    return checks.as_output(checks.array("x", x, low=0.0) / BITS_PER_BYTE)
 
 
 def gbyte_per_s_to_gbit_per_s(x):
     """GB/s (1e9 bytes/s) to Gb/s (1e9 bits/s): multiply by 8. Vectorised."""
-    return _finite("x", x) * BITS_PER_BYTE
+    largest = sys.float_info.max / BITS_PER_BYTE  # larger values overflow float64 in bits
+    return checks.as_output(checks.array("x", x, low=0.0, high=largest) * BITS_PER_BYTE)
 
 
-def _finite(name: str, x):
-    try:
-        arr = np.asarray(x, dtype=np.float64)
-    except (TypeError, ValueError):
-        raise ValueError(f"{name} must be a real number or array, got {x!r}") from None
-    if not np.all(np.isfinite(arr)) or np.any(arr < 0):
-        raise ValueError(f"{name} must be finite and >= 0, got {x!r}")
-    return float(arr) if arr.ndim == 0 else arr
+def _source(name: str, value) -> str:
+    return checks.text(name, value, _SOURCE_CHARS)
+
+
+def _note(value) -> str:
+    if not isinstance(value, str) or len(value) > _SOURCE_CHARS:
+        raise checks.fail("note", f"a string of at most {_SOURCE_CHARS} characters", value)
+    return value
+
+
+def _same(name: str, value: float, expected: float, what: str) -> None:
+    if not math.isclose(value, expected, rel_tol=1e-9):
+        raise checks.fail(name, f"{what} = {expected:g}", value)
 
 
 @dataclass(frozen=True)
@@ -52,6 +69,19 @@ class LinkPreset:
     source: str  # where the bandwidth comes from
     note: str = ""
     links: int = 1  # NVLink links per GPU (1 for PCIe slots and NIC ports)
+
+    def __post_init__(self):
+        values = dict(
+            name=checks.text("name", self.name),
+            kind=checks.choice("kind", self.kind, KINDS),
+            gb_per_s=checks.positive("gb_per_s", self.gb_per_s),
+            alpha_s=checks.nonnegative("alpha_s", self.alpha_s, MAX_ALPHA_S),
+            source=_source("source", self.source),
+            note=_note(self.note),
+            links=checks.integer("links", self.links, 1, MAX_LINKS),
+        )
+        for key, value in values.items():
+            object.__setattr__(self, key, value)
 
     @property
     def beta_s_per_byte(self) -> float:
@@ -120,9 +150,7 @@ LINKS: dict[str, LinkPreset] = {
 
 def link(name: str) -> LinkPreset:
     """The preset called ``name`` (a key of ``LINKS``)."""
-    if name not in LINKS:
-        raise ValueError(f"name must be one of {sorted(LINKS)}, got {name!r}")
-    return LINKS[name]
+    return LINKS[checks.choice("name", name, sorted(LINKS))]
 
 
 # --- Units: one stored quantity, so GB and Gb, per direction and both, never mix --------
@@ -135,12 +163,6 @@ UNITS: dict[str, float] = {  # bytes per second in one unit
     "Tb/s": 1e12 / BITS_PER_BYTE,
 }
 DIRECTIONS = ("per direction", "bidirectional")
-
-
-def _check_choice(name: str, value, allowed) -> str:
-    if value not in allowed:
-        raise ValueError(f"{name} must be one of {list(allowed)}, got {value!r}")
-    return value
 
 
 @dataclass(frozen=True, order=True)
@@ -159,50 +181,50 @@ class Bandwidth:
     bytes_per_s: float  # per direction
 
     def __post_init__(self):
-        value = _finite("bytes_per_s", self.bytes_per_s)
-        if not isinstance(value, float):
-            raise ValueError(f"bytes_per_s must be one number, got {self.bytes_per_s!r}")
-        object.__setattr__(self, "bytes_per_s", value)
+        object.__setattr__(self, "bytes_per_s", checks.nonnegative("bytes_per_s", self.bytes_per_s))
 
     @classmethod
     def of(cls, value: float, unit: str, direction: str) -> Bandwidth:
         """``value`` in ``unit`` (one of ``UNITS``) counted ``direction`` (``DIRECTIONS``)."""
-        _check_choice("unit", unit, UNITS)
-        _check_choice("direction", direction, DIRECTIONS)
-        per_direction = _finite("value", value) * UNITS[unit]
-        return cls(per_direction / 2 if direction == "bidirectional" else per_direction)
+        unit = checks.choice("unit", unit, tuple(UNITS))
+        direction = checks.choice("direction", direction, DIRECTIONS)
+        per_direction = checks.nonnegative("value", value) * UNITS[unit]
+        if direction == "bidirectional":
+            per_direction /= 2
+        return cls(checks.finite_result("bytes_per_s", per_direction))
 
     def to(self, unit: str, direction: str) -> float:
         """This bandwidth as a number of ``unit`` counted ``direction``."""
-        _check_choice("unit", unit, UNITS)
-        _check_choice("direction", direction, DIRECTIONS)
+        unit = checks.choice("unit", unit, tuple(UNITS))
+        direction = checks.choice("direction", direction, DIRECTIONS)
         factor = 2.0 if direction == "bidirectional" else 1.0
-        return self.bytes_per_s * factor / UNITS[unit]
+        return checks.finite_result("bandwidth", self.bytes_per_s * factor / UNITS[unit])
 
     def label(self, unit: str = "GB/s", direction: str = "per direction", scope: str = "") -> str:
-        """E.g. ``"450 GB/s per direction, per GPU"`` (three significant digits)."""
+        """E.g. ``"450 GB/s per direction, per GPU"`` (four significant digits)."""
         text = f"{self.to(unit, direction):.4g} {unit} {direction}"
-        return f"{text}, {scope}" if scope else text
+        if scope == "":
+            return text
+        return f"{text}, {checks.text('scope', scope)}"
 
     def __mul__(self, k) -> Bandwidth:
-        return Bandwidth(self.bytes_per_s * _finite("k", k))
+        product = self.bytes_per_s * checks.nonnegative("k", k)
+        return Bandwidth(checks.finite_result("bytes_per_s", product))
 
     __rmul__ = __mul__
 
     def __add__(self, other: Bandwidth) -> Bandwidth:
         if not isinstance(other, Bandwidth):
             return NotImplemented
-        return Bandwidth(self.bytes_per_s + other.bytes_per_s)
+        return Bandwidth(checks.finite_result("bytes_per_s", self.bytes_per_s + other.bytes_per_s))
 
     def __truediv__(self, other):
         if isinstance(other, Bandwidth):
             if other.bytes_per_s == 0:
                 raise ValueError("cannot divide by a zero bandwidth")
-            return self.bytes_per_s / other.bytes_per_s
-        k = _finite("k", other)
-        if k == 0:
-            raise ValueError("cannot divide a bandwidth by 0")
-        return Bandwidth(self.bytes_per_s / k)
+            return checks.finite_result("ratio", self.bytes_per_s / other.bytes_per_s)
+        k = checks.positive("k", other)
+        return Bandwidth(checks.finite_result("bytes_per_s", self.bytes_per_s / k))
 
 
 # --- NVLink, NVSwitch, systems, PCIe and NICs: the tables behind chapter 11 --------------
@@ -223,7 +245,14 @@ _NVS4 = (
     "NVIDIA NVLink product page: NVLink Switch tray, 144 ports, 14.4 TB/s, 2 chips; "
     "GB200 NVL72 130 TB/s; DGX SuperPOD GB200 reference architecture (18 switch chips)"
 )
-_GH200 = "NVIDIA developer blog, 'Announcing NVIDIA DGX GH200' (2023): 256 GPUs over NVLink"
+_GH200 = (
+    "NVIDIA developer blog, 'Announcing NVIDIA DGX GH200: The First 100 Terabyte GPU Memory "
+    "System' (2023): up to 256 GPUs over the NVLink Switch System, 144 TB of memory over NVLink"
+)
+_NVSS = (
+    "NVIDIA, H100 Tensor Core GPU Architecture whitepaper (2022), NVLink Switch System: up to "
+    "256 H100 GPUs, 57.6 TB/s all-to-all bandwidth (announced at GTC 2022)"
+)
 
 
 @dataclass(frozen=True)
@@ -240,6 +269,17 @@ class NVLinkGeneration:
     gpu_gb_per_s_bidirectional: float  # all links of one GPU, as the vendor quotes it
     source: str
     secondary: bool = False  # figure not confirmed in the primary source (facts.md)
+
+    def __post_init__(self):
+        checks.integer("generation", self.generation, 1, 20)
+        checks.text("gpu", self.gpu, 40)
+        checks.integer("year", self.year, *_YEARS)
+        links = checks.integer("links", self.links, 1, MAX_LINKS)
+        per_link = checks.positive("link_gb_per_s_bidirectional", self.link_gb_per_s_bidirectional)
+        per_gpu = checks.positive("gpu_gb_per_s_bidirectional", self.gpu_gb_per_s_bidirectional)
+        _same("gpu_gb_per_s_bidirectional", per_gpu, links * per_link, "links x per link")
+        _source("source", self.source)
+        checks.boolean("secondary", self.secondary)
 
     @property
     def per_link(self) -> Bandwidth:
@@ -286,6 +326,24 @@ class NVSwitchGeneration:
     secondary: bool = False
     note: str = ""
 
+    def __post_init__(self):
+        checks.integer("generation", self.generation, 1, 20)
+        checks.integer("year", self.year, *_YEARS)
+        checks.integer("nvlink_generation", self.nvlink_generation, 1, 20)
+        ports = checks.integer("ports", self.ports, 1, 4096)
+        port = checks.positive("port_gb_per_s_bidirectional", self.port_gb_per_s_bidirectional)
+        chip = checks.positive("chip_gb_per_s_bidirectional", self.chip_gb_per_s_bidirectional)
+        _same("chip_gb_per_s_bidirectional", chip, ports * port, "ports x per port")
+        checks.text("system", self.system, 80)
+        checks.integer("chips_per_system", self.chips_per_system, 1, 4096)
+        gpus = checks.integer("gpus_per_system", self.gpus_per_system, 1, 100_000)
+        checks.integer("max_gpus_per_domain", self.max_gpus_per_domain, gpus, 100_000)
+        checks.text("max_domain_system", self.max_domain_system, 80)
+        checks.boolean("in_switch_reduction", self.in_switch_reduction)
+        _source("source", self.source)
+        checks.boolean("secondary", self.secondary)
+        _note(self.note)
+
     @property
     def per_port(self) -> Bandwidth:
         """Bandwidth of one switch port (one NVLink link)."""
@@ -308,7 +366,8 @@ NVSWITCH_GENERATIONS: tuple[NVSwitchGeneration, ...] = (
     NVSwitchGeneration(
         3, 2022, 4, 64, 50.0, 3200.0, "DGX H100", 4, 8, 256, "DGX GH200", True,
         f"{_NVS3}; {_GH200}",
-        note="DGX GH200 (2023) joins 256 Grace Hopper GPUs with a second tier of NVSwitches.",
+        note="NVIDIA announced an NVLink Switch System of 256 H100 GPUs (32 DGX H100) in 2022; "
+        "DGX GH200 (2023) joins 256 Grace Hopper GPUs with a second tier of NVSwitches.",
     ),
     NVSwitchGeneration(
         4, 2024, 5, 72, 100.0, 7200.0, "GB200 NVL72", 18, 72, 576, "NVLink 5 Switch System",
@@ -322,7 +381,9 @@ NVSWITCH_GENERATIONS: tuple[NVSwitchGeneration, ...] = (
 @dataclass(frozen=True)
 class System:
     """A GPU system: its NVLink domain and, for servers, its NICs (None where the row is
-    an NVLink domain spanning servers)."""
+    an NVLink domain spanning servers). ``all_to_all_tb_per_s`` is the all-to-all
+    bandwidth a vendor quotes for an NVLink domain spanning servers (the direction is not
+    stated); ``memory_tb`` the memory its GPUs reach over NVLink, where quoted."""
 
     name: str
     year: int
@@ -334,6 +395,37 @@ class System:
     nics_per_server: int | None
     nic_gbit_per_s: float | None  # per NIC port, per direction
     source: str
+    all_to_all_tb_per_s: float | None = None  # as quoted, for multi-server NVLink domains
+    memory_tb: float | None = None  # memory reachable over NVLink, as quoted
+    note: str = ""
+
+    def __post_init__(self):
+        checks.text("name", self.name, 80)
+        checks.integer("year", self.year, *_YEARS)
+        checks.text("gpu", self.gpu, 40)
+        generations = tuple(row.generation for row in NVLINK_GENERATIONS)
+        checks.choice("nvlink_generation", self.nvlink_generation, generations)
+        checks.integer("nvswitch_generation", self.nvswitch_generation, 0, 20)
+        domain = checks.integer("gpus_per_nvlink_domain", self.gpus_per_nvlink_domain, 1, 100_000)
+        if self.gpus_per_server is not None:
+            checks.integer("gpus_per_server", self.gpus_per_server, 1, domain)
+        if (self.nics_per_server is None) != (self.nic_gbit_per_s is None):
+            raise checks.fail(
+                "nics_per_server and nic_gbit_per_s",
+                "both None or both given",
+                self.nics_per_server,
+            )
+        if self.nics_per_server is not None:
+            if self.gpus_per_server is None:
+                raise checks.fail("gpus_per_server", "given when nics_per_server is", None)
+            checks.integer("nics_per_server", self.nics_per_server, 1, 1024)
+            checks.positive("nic_gbit_per_s", self.nic_gbit_per_s, 1e6)
+        _source("source", self.source)
+        if self.all_to_all_tb_per_s is not None:
+            checks.positive("all_to_all_tb_per_s", self.all_to_all_tb_per_s, 1e6)
+        if self.memory_tb is not None:
+            checks.positive("memory_tb", self.memory_tb, 1e6)
+        _note(self.note)
 
     @property
     def nvlink_per_gpu(self) -> Bandwidth:
@@ -363,7 +455,13 @@ SYSTEMS: tuple[System, ...] = (
            "NVIDIA DGX A100 user guide: 8x ConnectX-6 200 Gb/s HDR (compute)"),
     System("DGX H100", 2022, "H100", 4, 3, 8, 8, 8, 400,
            "NVIDIA DGX H100 user guide: 8x ConnectX-7 400 Gb/s (4 OSFP ports)"),
-    System("DGX GH200", 2023, "GH200", 4, 3, 256, None, None, None, _GH200),
+    System("H100 NVLink Switch System", 2022, "H100", 4, 3, 256, 8, None, None, _NVSS,
+           all_to_all_tb_per_s=57.6,
+           note="32 DGX H100 servers joined by external NVLink switches; announced, not "
+           "the DGX GH200"),
+    System("DGX GH200", 2023, "GH200", 4, 3, 256, None, None, None, _GH200, memory_tb=144.0,
+           note="each GPU reaches every other at its full NVLink bandwidth through a "
+           "two-level NVLink Switch System"),
     System("DGX B200", 2024, "B200", 5, 4, 8, 8, 8, 400,
            "NVIDIA DGX B200 datasheet: 8x ConnectX-7 400 Gb/s"),
     System("GB200 NVL72", 2024, "B200", 5, 4, 72, None, None, None, _NVS4),
@@ -381,10 +479,22 @@ class PCIeGeneration:
     source: str
     note: str = ""
 
+    def __post_init__(self):
+        checks.integer("generation", self.generation, 1, 20)
+        checks.integer("year", self.year, *_YEARS)
+        checks.positive("gt_per_s", self.gt_per_s, 1e4)
+        what = "a (payload bits, line bits) pair of integers with payload <= line"
+        enc = self.encoding
+        if not isinstance(enc, tuple) or len(enc) != 2:
+            raise checks.fail("encoding", what, enc)
+        payload = checks.integer("encoding", enc[0], 1, 4096)
+        checks.integer("encoding", enc[1], payload, 4096)
+        _source("source", self.source)
+        _note(self.note)
+
     def x(self, lanes: int = 16) -> Bandwidth:
         """Bandwidth of a ``lanes``-wide link: GT/s x lanes x encoding / 8, per direction."""
-        if isinstance(lanes, bool) or lanes not in (1, 2, 4, 8, 16):
-            raise ValueError(f"lanes must be one of 1, 2, 4, 8, 16, got {lanes!r}")
+        lanes = checks.choice("lanes", lanes, (1, 2, 4, 8, 16))
         payload, line = self.encoding
         return Bandwidth.of(self.gt_per_s * lanes * payload / line, "Gb/s", "per direction")
 
@@ -414,6 +524,16 @@ class NICSpeed:
     ethernet: str
     source: str
 
+    def __post_init__(self):
+        checks.text("adapter", self.adapter, 80)
+        gbit = checks.positive("gbit_per_s", self.gbit_per_s, 1e6)
+        lanes = checks.integer("lanes", self.lanes, 1, 64)
+        lane = checks.positive("lane_gbit_per_s", self.lane_gbit_per_s, 1e6)
+        _same("gbit_per_s", gbit, lanes * lane, "lanes x lane_gbit_per_s")
+        checks.text("infiniband", self.infiniband, 40)
+        checks.text("ethernet", self.ethernet, 40)
+        _source("source", self.source)
+
     @property
     def bandwidth(self) -> Bandwidth:
         """The port's line rate."""
@@ -434,16 +554,11 @@ NIC_SPEEDS: tuple[NICSpeed, ...] = tuple(
 
 def nvlink_generation(generation: int) -> NVLinkGeneration:
     """The row of ``NVLINK_GENERATIONS`` for NVLink ``generation`` (1..5)."""
-    for row in NVLINK_GENERATIONS:
-        if row.generation == generation and not isinstance(generation, bool):
-            return row
-    valid = [row.generation for row in NVLINK_GENERATIONS]
-    raise ValueError(f"generation must be one of {valid}, got {generation!r}")
+    rows = {row.generation: row for row in NVLINK_GENERATIONS}
+    return rows[checks.choice("generation", generation, tuple(rows))]
 
 
 def system(name: str) -> System:
     """The row of ``SYSTEMS`` called ``name``."""
-    for row in SYSTEMS:
-        if row.name == name:
-            return row
-    raise ValueError(f"name must be one of {[row.name for row in SYSTEMS]}, got {name!r}")
+    rows = {row.name: row for row in SYSTEMS}
+    return rows[checks.choice("name", name, tuple(rows))]

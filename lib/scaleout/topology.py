@@ -19,75 +19,193 @@ Chapter 11 ("NVLink, NVSwitch and the cluster network") builds on this module. T
 Links are directed: bandwidths are per direction. A traffic pattern is a sequence of
 phases, each a set of concurrent flows (src GPU, dst GPU, bytes). Its time is, per phase,
 ``steps * alpha`` plus the busiest link's bytes over that link's bandwidth: the fluid
-bound that pipelined collectives (NCCL's chunked rings and trees) approach. For one ring
-this is exactly the alpha-beta ring cost of :mod:`scaleout.costmodel` (Thakur et al. 2005).
+bound that pipelined collectives (chunked rings and trees) approach. For one ring this is
+exactly the alpha-beta ring cost of :mod:`scaleout.costmodel` (Thakur et al. 2005). It is a
+floor on time, not NCCL's cost model: protocols, per-channel speeds and NCCL's choice of
+algorithm are priced in chapter 10 (``chapters/10_nccl.ipynb``).
+
+The patterns: tensor-parallel rings inside a server (:func:`tp_allreduce`), pipeline sends
+(:func:`pp_send`), data-parallel rings, binary and double binary trees over servers
+(:func:`dp_allreduce`), and three ways to all-reduce over every GPU: NCCL's flat ring, one
+ring per channel striped over the NICs (:func:`flat_ring_allreduce`; with one channel it is
+the labelled "what if one NIC" case), and the hierarchical scheme of Horovod and BlueConnect
+(:func:`hierarchical_allreduce`), a different algorithm that NCCL does not use.
+
+Limits (``ValueError`` beyond them): at most ``MAX_GPUS`` = 65,536 GPUs in a cluster (the
+book's largest case), ``MAX_CHANNELS`` = 64 channels, ``MAX_FLOWS`` = 2**21 flows in one
+traffic pattern (65,536 GPUs x 32 channels).
 """
 
 from __future__ import annotations
 
 import math
-import numbers
 from collections import defaultdict
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import NamedTuple
 
-from . import hardware
+from . import checks, hardware, trees
 
 LINK_KINDS = ("nvlink-out", "nvlink-in", "nic-out", "nic-in", "leaf-up", "leaf-down")
 TIERS = ("local", "nvlink", "leaf", "spine")
+DP_ALGORITHMS = ("ring", "tree", "double-tree")
+MAX_GPUS = 65_536
+MAX_CHANNELS = 64  # NCCL's MAXCHANNELS in recent releases
+MAX_FLOWS = 2**21
+MAX_STEPS = 2**31  # message steps of one phase
+MAX_ALPHA_S = 1.0  # a per-message latency above one second is not a network
 
 
-class Link(NamedTuple):
-    """A directed link: ``kind`` (one of ``LINK_KINDS``) and the GPU, NIC or leaf index."""
-
+# --- records: validated on construction --------------------------------------------------
+class _LinkFields(NamedTuple):
     kind: str
     index: int
 
 
-class Flow(NamedTuple):
-    src: int  # GPU index
-    dst: int  # GPU index
+class Link(_LinkFields):
+    """A directed link: ``kind`` (one of ``LINK_KINDS``) and the GPU, NIC or leaf index."""
+
+    __slots__ = ()
+
+    def __new__(cls, kind: str, index: int):
+        kind = checks.choice("kind", kind, LINK_KINDS)
+        return super().__new__(cls, kind, checks.integer("index", index, 0, MAX_GPUS - 1))
+
+
+class _FlowFields(NamedTuple):
+    src: int
+    dst: int
     nbytes: float
 
 
-class Path(NamedTuple):
-    """How bytes from GPU ``src`` reach GPU ``dst``: links and switches crossed, in order."""
+class Flow(_FlowFields):
+    """``nbytes`` from GPU ``src`` to GPU ``dst``, sent during one phase of a pattern."""
 
+    __slots__ = ()
+
+    def __new__(cls, src: int, dst: int, nbytes: float):
+        src = checks.integer("src", src, 0, MAX_GPUS - 1)
+        dst = checks.integer("dst", dst, 0, MAX_GPUS - 1)
+        return super().__new__(cls, src, dst, checks.nonnegative("nbytes", nbytes))
+
+
+class _PathFields(NamedTuple):
     src: int
     dst: int
-    tier: str  # "local" | "nvlink" | "leaf" | "spine"
+    tier: str
     links: tuple[Link, ...]
     switches: tuple[str, ...]
 
 
-class Timing(NamedTuple):
+class Path(_PathFields):
+    """How bytes from GPU ``src`` reach GPU ``dst``: links and switches crossed, in order;
+    ``tier`` is "local", "nvlink", "leaf" (one leaf switch) or "spine"."""
+
+    __slots__ = ()
+
+    def __new__(cls, src: int, dst: int, tier: str, links, switches):
+        src = checks.integer("src", src, 0, MAX_GPUS - 1)
+        dst = checks.integer("dst", dst, 0, MAX_GPUS - 1)
+        links = _sequence("links", links, 4, lambda x: checks.instance("links", x, Link))
+        switches = _sequence("switches", switches, 3, lambda x: checks.text("switches", x))
+        return super().__new__(cls, src, dst, checks.choice("tier", tier, TIERS), links, switches)
+
+
+class _TimingFields(NamedTuple):
     seconds: float
-    latency_s: float  # sum over phases of steps * alpha
-    bandwidth_s: float  # sum over phases of busiest-link bytes / bandwidth
-    bottleneck: Link | None  # busiest link (relative to its bandwidth) of the slowest phase
+    latency_s: float
+    bandwidth_s: float
+    bottleneck: Link | None
+
+
+class Timing(_TimingFields):
+    """``seconds`` = ``latency_s`` (sum over phases of steps * alpha) + ``bandwidth_s``
+    (sum over phases of the busiest link's bytes / bandwidth); ``bottleneck`` is the
+    busiest link (relative to its bandwidth) of the slowest phase, None if nothing moves."""
+
+    __slots__ = ()
+
+    def __new__(cls, seconds: float, latency_s: float, bandwidth_s: float, bottleneck=None):
+        if bottleneck is not None:
+            checks.instance("bottleneck", bottleneck, Link, "a Link or None")
+        return super().__new__(
+            cls,
+            checks.nonnegative("seconds", seconds),
+            checks.nonnegative("latency_s", latency_s),
+            checks.nonnegative("bandwidth_s", bandwidth_s),
+            bottleneck,
+        )
+
+
+def _link(kind: str, index: int) -> Link:
+    """A Link from the library's own (already valid) values: skips the checks."""
+    return tuple.__new__(Link, (kind, index))
+
+
+def _flow(src: int, dst: int, nbytes: float) -> Flow:
+    return tuple.__new__(Flow, (src, dst, nbytes))
+
+
+def _sequence(name: str, value, limit: int, check) -> tuple:
+    """``value`` as a tuple of at most ``limit`` items, each passed through ``check``."""
+    if isinstance(value, str | bytes | Mapping) or not isinstance(value, Iterable):
+        raise checks.fail(name, f"a sequence of at most {limit} items", value)
+    items = []
+    for item in value:
+        if len(items) == limit:
+            raise checks.fail(name, f"a sequence of at most {limit} items", value)
+        items.append(check(item))
+    return tuple(items)
+
+
+def _as_flow(flow) -> Flow:
+    if type(flow) is Flow:
+        return flow
+    if isinstance(flow, str | bytes | Mapping) or not isinstance(flow, Iterable):
+        raise checks.fail("flow", "a Flow or a (src, dst, nbytes) triple", flow)
+    items = list(flow) if not hasattr(flow, "__len__") or len(flow) <= 3 else None
+    if items is None or len(items) != 3:
+        raise checks.fail("flow", "a Flow or a (src, dst, nbytes) triple", flow)
+    return Flow(*items)
+
+
+def _flows(flows, budget: int = MAX_FLOWS) -> tuple[Flow, ...]:
+    """``flows`` (an iterable of Flow or triples) as a tuple of at most ``budget`` Flows."""
+    if isinstance(flows, str | bytes | Mapping) or not isinstance(flows, Iterable):
+        raise checks.fail("flows", "an iterable of Flow or (src, dst, nbytes) triples", flows)
+    out = []
+    for flow in flows:
+        if len(out) >= budget:
+            raise checks.fail("flows", f"at most {MAX_FLOWS} flows in one pattern", "more")
+        out.append(_as_flow(flow))
+    return tuple(out)
 
 
 @dataclass(frozen=True)
 class Traffic:
-    """A traffic pattern: phases run one after another, the flows of a phase at once."""
+    """A traffic pattern: phases run one after another, the flows of a phase at once;
+    ``steps`` gives each phase's message steps (its latency terms)."""
 
     name: str
     phases: tuple[tuple[Flow, ...], ...]
-    steps: tuple[int, ...]  # message steps per phase (latency terms)
+    steps: tuple[int, ...]
 
-
-def _count(name: str, value, minimum: int = 1) -> int:
-    if isinstance(value, bool) or not isinstance(value, numbers.Integral) or value < minimum:
-        raise ValueError(f"{name} must be an integer >= {minimum}, got {value!r}")
-    return int(value)
-
-
-def _positive(name: str, value, minimum: float = 0.0, strict: bool = True) -> float:
-    ok = isinstance(value, numbers.Real) and not isinstance(value, bool) and math.isfinite(value)
-    if not ok or value < minimum or (strict and value == minimum):
-        rng = f"> {minimum:g}" if strict else f">= {minimum:g}"
-        raise ValueError(f"{name} must be a finite number {rng}, got {value!r}")
-    return float(value)
+    def __post_init__(self):
+        checks.text("name", self.name)
+        if isinstance(self.phases, str | bytes | Mapping) or not isinstance(self.phases, Iterable):
+            raise checks.fail("phases", "a sequence of phases (each a sequence of flows)", 0)
+        phases, budget = [], MAX_FLOWS
+        for phase in self.phases:
+            flows = _flows(phase, budget)
+            budget -= len(flows)
+            phases.append(flows)
+        steps = _sequence(
+            "steps", self.steps, len(phases), lambda s: checks.integer("steps", s, 0, MAX_STEPS)
+        )
+        if len(steps) != len(phases):
+            raise checks.fail("steps", f"one count per phase ({len(phases)})", self.steps)
+        object.__setattr__(self, "phases", tuple(phases))
+        object.__setattr__(self, "steps", steps)
 
 
 _H100 = hardware.link("nvlink4-h100")
@@ -100,7 +218,7 @@ class Cluster:
 
     Defaults describe DGX H100 servers: 8 GPUs, NVLink 4 at 450 GB/s per direction per
     GPU, one 400 Gb/s (50 GB/s per direction) NIC per GPU, groups of up to 32 servers
-    per rail leaf.
+    per rail leaf. At most ``MAX_GPUS`` GPUs in all.
     """
 
     servers: int = 4
@@ -116,23 +234,31 @@ class Cluster:
     nic_alpha_s: float = _NIC400.alpha_s
 
     def __post_init__(self):
-        _count("servers", self.servers)
-        g = _count("gpus_per_server", self.gpus_per_server)
-        nics = (
-            g if self.nics_per_server is None else _count("nics_per_server", self.nics_per_server)
-        )
+        s = checks.integer("servers", self.servers, 1, MAX_GPUS)
+        g = checks.integer("gpus_per_server", self.gpus_per_server, 1, MAX_GPUS)
+        if s * g > MAX_GPUS:
+            raise checks.fail("servers * gpus_per_server", f"at most {MAX_GPUS} GPUs", s * g)
+        nics = self.nics_per_server
+        nics = g if nics is None else checks.integer("nics_per_server", nics, 1, g)
         if g % nics:
             raise ValueError(f"nics_per_server must divide gpus_per_server = {g}, got {nics}")
-        object.__setattr__(self, "nics_per_server", nics)
-        if not isinstance(self.rail_optimized, bool):
-            raise ValueError(f"rail_optimized must be True or False, got {self.rail_optimized!r}")
-        _count("servers_per_leaf", self.servers_per_leaf)
-        _count("servers_per_nvlink_domain", self.servers_per_nvlink_domain)
-        _positive("oversubscription", self.oversubscription, 1.0, strict=False)
-        _positive("nvlink_gb_per_s", self.nvlink_gb_per_s)
-        _positive("nic_gb_per_s", self.nic_gb_per_s)
-        _positive("nvlink_alpha_s", self.nvlink_alpha_s, strict=False)
-        _positive("nic_alpha_s", self.nic_alpha_s, strict=False)
+        values = dict(
+            servers=s,
+            gpus_per_server=g,
+            nics_per_server=nics,
+            rail_optimized=checks.boolean("rail_optimized", self.rail_optimized),
+            servers_per_leaf=checks.integer("servers_per_leaf", self.servers_per_leaf, 1, MAX_GPUS),
+            oversubscription=checks.real("oversubscription", self.oversubscription, 1.0),
+            servers_per_nvlink_domain=checks.integer(
+                "servers_per_nvlink_domain", self.servers_per_nvlink_domain, 1, MAX_GPUS
+            ),
+            nvlink_gb_per_s=checks.positive("nvlink_gb_per_s", self.nvlink_gb_per_s),
+            nic_gb_per_s=checks.positive("nic_gb_per_s", self.nic_gb_per_s),
+            nvlink_alpha_s=checks.nonnegative("nvlink_alpha_s", self.nvlink_alpha_s, MAX_ALPHA_S),
+            nic_alpha_s=checks.nonnegative("nic_alpha_s", self.nic_alpha_s, MAX_ALPHA_S),
+        )
+        for key, value in values.items():
+            object.__setattr__(self, key, value)
 
     # --- structure -------------------------------------------------------------------
     @property
@@ -148,12 +274,8 @@ class Cluster:
     def num_leaves(self) -> int:
         return self.groups * (self.nics_per_server if self.rail_optimized else 1)
 
-    def _gpu(self, gpu) -> int:
-        if isinstance(gpu, bool) or not isinstance(gpu, numbers.Integral):
-            raise ValueError(f"gpu must be an integer in 0..{self.num_gpus - 1}, got {gpu!r}")
-        if not 0 <= gpu < self.num_gpus:
-            raise ValueError(f"gpu must be in 0..{self.num_gpus - 1}, got {gpu}")
-        return int(gpu)
+    def _gpu(self, gpu, name: str = "gpu") -> int:
+        return checks.integer(name, gpu, 0, self.num_gpus - 1)
 
     def server_of(self, gpu: int) -> int:
         return self._gpu(gpu) // self.gpus_per_server
@@ -184,6 +306,7 @@ class Cluster:
         return self._leaf_of_nic(self.server_of(gpu), self.rail_of(gpu))
 
     def leaf_name(self, leaf: int) -> str:
+        leaf = checks.integer("leaf", leaf, 0, self.num_leaves - 1)
         group, rail = divmod(leaf, self.nics_per_server) if self.rail_optimized else (leaf, 0)
         if self.rail_optimized:
             return f"rail {rail} leaf" + (f" (group {group})" if self.groups > 1 else "")
@@ -191,9 +314,7 @@ class Cluster:
 
     def leaf_uplink_gb_per_s(self, leaf: int) -> float:
         """Leaf-to-spine bandwidth per direction: its NICs' bandwidth / oversubscription."""
-        _count("leaf", leaf, 0)
-        if leaf >= self.num_leaves:
-            raise ValueError(f"leaf must be in 0..{self.num_leaves - 1}, got {leaf}")
+        leaf = checks.integer("leaf", leaf, 0, self.num_leaves - 1)
         group = leaf // self.nics_per_server if self.rail_optimized else leaf
         servers = min(self.servers_per_leaf, self.servers - group * self.servers_per_leaf)
         nics = servers * (1 if self.rail_optimized else self.nics_per_server)
@@ -207,23 +328,23 @@ class Cluster:
         g, spd = self.gpus_per_server, self.servers_per_nvlink_domain
         sa, sb = src // g, dst // g
         if sa // spd == sb // spd:
-            return "nvlink", (Link("nvlink-out", src), Link("nvlink-in", dst))
+            return "nvlink", (_link("nvlink-out", src), _link("nvlink-in", dst))
         nics = self.nics_per_server
         ra, rb = (src % g) * nics // g, (dst % g) * nics // g
         a, b = sa * nics + ra, sb * nics + rb
         la, lb = self._leaf_of_nic(sa, ra), self._leaf_of_nic(sb, rb)
         if la == lb:
-            return "leaf", (Link("nic-out", a), Link("nic-in", b))
+            return "leaf", (_link("nic-out", a), _link("nic-in", b))
         return "spine", (
-            Link("nic-out", a),
-            Link("leaf-up", la),
-            Link("leaf-down", lb),
-            Link("nic-in", b),
+            _link("nic-out", a),
+            _link("leaf-up", la),
+            _link("leaf-down", lb),
+            _link("nic-in", b),
         )
 
     def path(self, src: int, dst: int) -> Path:
         """Links and switches a transfer from GPU ``src`` to GPU ``dst`` crosses."""
-        src, dst = self._gpu(src), self._gpu(dst)
+        src, dst = self._gpu(src, "src"), self._gpu(dst, "dst")
         tier, links = self._route(src, dst)
         if tier == "local":
             switches = ()
@@ -233,60 +354,69 @@ class Cluster:
             la, lb = self.leaf_of(src), self.leaf_of(dst)
             names = (self.leaf_name(la), "spine", self.leaf_name(lb))
             switches = names[:1] if tier == "leaf" else names
-        return Path(src, dst, tier, links, switches)
+        return tuple.__new__(Path, (src, dst, tier, links, switches))
 
     def link_gb_per_s(self, link: Link) -> float:
-        """Bandwidth of ``link`` in GB/s (1e9 bytes/s), per direction."""
-        kind, index = link
-        if kind not in LINK_KINDS:
-            raise ValueError(f"link kind must be one of {LINK_KINDS}, got {kind!r}")
+        """Bandwidth of ``link`` (a :class:`Link` or a (kind, index) pair) in GB/s, per
+        direction."""
+        kind, index = _as_link(link)
         if kind.startswith("nvlink"):
-            self._gpu(index)
+            self._gpu(index, "link index (a GPU)")
             return self.nvlink_gb_per_s
         if kind.startswith("nic"):
-            total = self.servers * self.nics_per_server
-            if isinstance(index, bool) or not isinstance(index, numbers.Integral):
-                raise ValueError(f"nic must be an integer in 0..{total - 1}, got {index!r}")
-            if not 0 <= index < total:
-                raise ValueError(f"nic must be in 0..{total - 1}, got {index}")
+            checks.integer("link index (a NIC)", index, 0, self.servers * self.nics_per_server - 1)
             return self.nic_gb_per_s
         return self.leaf_uplink_gb_per_s(index)
 
     def path_gb_per_s(self, src: int, dst: int) -> float:
-        """Bandwidth of a lone transfer src -> dst: its slowest link, GB/s per direction."""
+        """Bandwidth of a lone transfer src -> dst: its slowest link, GB/s per direction
+        (infinite for a GPU to itself)."""
         links = self.path(src, dst).links
         return min((self.link_gb_per_s(x) for x in links), default=math.inf)
 
     def alpha_s(self, tier: str) -> float:
         """Per-message latency assumed for a transfer of ``tier`` (see hardware presets)."""
-        _check_tier(tier)
+        tier = checks.choice("tier", tier, TIERS)
         return {"local": 0.0, "nvlink": self.nvlink_alpha_s}.get(tier, self.nic_alpha_s)
 
     def transfer_time(self, src: int, dst: int, nbytes: float) -> float:
         """Seconds for a lone transfer: alpha of the path + nbytes / path bandwidth."""
-        nbytes = _positive("nbytes", nbytes, strict=False)
+        nbytes = checks.nonnegative("nbytes", nbytes)
         path = self.path(src, dst)
         if path.tier == "local":
             return 0.0
-        return self.alpha_s(path.tier) + nbytes / (self.path_gb_per_s(src, dst) * 1e9)
+        seconds = self.alpha_s(path.tier) + nbytes / (self.path_gb_per_s(src, dst) * 1e9)
+        return checks.finite_result("transfer time", seconds)
 
 
-def _check_tier(tier: str) -> str:
-    if tier not in TIERS:
-        raise ValueError(f"tier must be one of {TIERS}, got {tier!r}")
-    return tier
+def _as_link(link) -> Link:
+    if type(link) is Link:
+        return link
+    if isinstance(link, str | bytes | Mapping) or not isinstance(link, Iterable):
+        raise checks.fail("link", "a Link or a (kind, index) pair", link)
+    items = list(link) if not hasattr(link, "__len__") or len(link) <= 2 else ()
+    if len(items) != 2:
+        raise checks.fail("link", "a Link or a (kind, index) pair", link)
+    return Link(*items)
+
+
+def _cluster(cluster) -> Cluster:
+    return checks.instance("cluster", cluster, Cluster)
+
+
+def _traffic(traffic) -> Traffic:
+    return checks.instance("traffic", traffic, Traffic)
 
 
 # --- loads and times -----------------------------------------------------------------------
-def _loads(cluster: Cluster, flows) -> tuple[dict[Link, float], set[str]]:
+def _loads(cluster: Cluster, flows: tuple[Flow, ...]) -> tuple[dict[Link, float], set[str]]:
     loads: dict[Link, float] = defaultdict(float)
     tiers = set()
     n = cluster.num_gpus
     for src, dst, nbytes in flows:
-        nbytes = _positive("nbytes", nbytes, strict=False)
-        if not (0 <= src < n and 0 <= dst < n):  # full check (and message) in _gpu
-            cluster._gpu(src), cluster._gpu(dst)
-        tier, links = cluster._route(int(src), int(dst))
+        if src >= n or dst >= n:  # flows are validated records; only the range is left
+            cluster._gpu(src, "src"), cluster._gpu(dst, "dst")
+        tier, links = cluster._route(src, dst)
         tiers.add(tier)
         for link in links:
             loads[link] += nbytes
@@ -296,22 +426,34 @@ def _loads(cluster: Cluster, flows) -> tuple[dict[Link, float], set[str]]:
 def link_loads(cluster: Cluster, flows) -> dict[Link, float]:
     """Bytes each directed link carries for ``flows`` (Flow or (src, dst, nbytes) tuples),
     or for every phase of a :class:`Traffic` added up."""
+    cluster = _cluster(cluster)
     if isinstance(flows, Traffic):
         flows = [f for phase in flows.phases for f in phase]
-    return _loads(cluster, flows)[0]
+    return _finite_loads(_loads(cluster, _flows(flows))[0])
+
+
+def _finite_loads(loads: dict[Link, float]) -> dict[Link, float]:
+    if not all(math.isfinite(v) for v in loads.values()):
+        raise ValueError("link loads must stay finite, but they overflow float64")
+    return loads
 
 
 def tier_bytes(cluster: Cluster, traffic: Traffic) -> dict[str, float]:
     """Bytes of ``traffic`` by the highest tier each flow reaches (local..spine)."""
+    cluster, traffic = _cluster(cluster), _traffic(traffic)
     out = dict.fromkeys(TIERS, 0.0)
+    n = cluster.num_gpus
     for phase in traffic.phases:
         for src, dst, nbytes in phase:
-            out[cluster.path(src, dst).tier] += nbytes
-    return out
+            if src >= n or dst >= n:
+                cluster._gpu(src, "src"), cluster._gpu(dst, "dst")
+            out[cluster._route(src, dst)[0]] += nbytes
+    return _finite_loads(out)
 
 
 def traffic_time(cluster: Cluster, traffic: Traffic) -> Timing:
     """Fluid-model time: per phase, steps * alpha + max over links of bytes / bandwidth."""
+    cluster, traffic = _cluster(cluster), _traffic(traffic)
     latency = bandwidth = 0.0
     worst, worst_s = None, -1.0
     for flows, steps in zip(traffic.phases, traffic.steps, strict=True):
@@ -322,23 +464,49 @@ def traffic_time(cluster: Cluster, traffic: Traffic) -> Timing:
         bandwidth += seconds
         if seconds > worst_s:
             worst, worst_s = link, seconds
+    checks.finite_result("traffic time", latency + bandwidth)
     return Timing(latency + bandwidth, latency, bandwidth, worst)
 
 
 # --- traffic patterns ------------------------------------------------------------------
-def _ring_flows(gpus, nbytes: float, factor: float) -> tuple[Flow, ...]:
+def _ring_flows(gpus, nbytes: float, factor: float) -> list[Flow]:
     p = len(gpus)
-    return tuple(Flow(gpus[i], gpus[(i + 1) % p], factor * nbytes) for i in range(p) if p > 1)
+    return [_flow(gpus[i], gpus[(i + 1) % p], factor * nbytes) for i in range(p) if p > 1]
+
+
+def _groups(cluster: Cluster, groups) -> list[list[int]]:
+    """A non-empty list of non-empty GPU lists, each GPU once per group, at most
+    ``MAX_FLOWS`` GPUs in all."""
+    what = "a non-empty list of non-empty lists of distinct GPU indices"
+    if isinstance(groups, str | bytes | Mapping) or not isinstance(groups, Iterable):
+        raise checks.fail("groups", what, groups)
+    out, total = [], 0
+    for group in groups:
+        if isinstance(group, str | bytes | Mapping) or not isinstance(group, Iterable):
+            raise checks.fail("groups", what, group)
+        gpus = []
+        for gpu in group:
+            total += 1
+            if total > MAX_FLOWS:
+                raise checks.fail("groups", f"at most {MAX_FLOWS} GPUs in all", "more")
+            gpus.append(cluster._gpu(gpu))
+        if not gpus or len(set(gpus)) != len(gpus):
+            raise checks.fail("groups", what, group)
+        out.append(gpus)
+    if not out:
+        raise checks.fail("groups", what, groups)
+    return out
 
 
 def ring_allreduce(cluster: Cluster, groups, nbytes: float, name: str = "ring all-reduce"):
     """Ring all-reduce of ``nbytes`` per GPU in each group (a list of GPU lists, all run
     at once): every GPU sends 2(p-1)/p * nbytes to its successor over 2(p-1) steps
-    (Patarasuk & Yuan 2009; MPICH ``allreduce_intra_ring.c``)."""
-    nbytes = _positive("nbytes", nbytes, strict=False)
-    groups = [[cluster._gpu(g) for g in group] for group in groups]
-    if not groups or any(len(group) < 1 for group in groups):
-        raise ValueError("groups must be a non-empty list of non-empty GPU lists")
+    (Patarasuk & Yuan 2009; MPICH ``allreduce_intra_ring.c``). One ring, one channel: a
+    hop between servers goes through the one NIC of the GPU that sends it."""
+    cluster = _cluster(cluster)
+    nbytes = checks.nonnegative("nbytes", nbytes)
+    name = checks.text("name", name)
+    groups = _groups(cluster, groups)
     flows = [f for grp in groups for f in _ring_flows(grp, nbytes, 2 * (len(grp) - 1) / len(grp))]
     steps = max(2 * (len(group) - 1) for group in groups)
     return Traffic(name, (tuple(flows),), (steps,))
@@ -348,8 +516,9 @@ def tp_allreduce(cluster: Cluster, nbytes: float, tp: int | None = None) -> Traf
     """Tensor parallelism: groups of ``tp`` consecutive GPUs of one server (default: the
     whole server) each ring-all-reduce ``nbytes`` (Shoeybi et al. 2019: TP traffic is
     all-reduce, kept inside the NVLink domain)."""
+    cluster = _cluster(cluster)
     g = cluster.gpus_per_server
-    tp = g if tp is None else _count("tp", tp)
+    tp = g if tp is None else checks.integer("tp", tp, 1, g)
     if g % tp:
         raise ValueError(f"tp must divide gpus_per_server = {g}, got {tp}")
     groups = [list(range(start, start + tp)) for start in range(0, cluster.num_gpus, tp)]
@@ -362,13 +531,13 @@ def pp_send(cluster: Cluster, nbytes: float, scatter_gather: bool = True) -> Tra
     Without scatter-gather every one of the t GPUs sends the whole activation; with it
     (Narayanan et al. 2021, sec. 4.1) each sends nbytes / t, then the receiving server
     rebuilds the tensor with an NVLink ring all-gather: cross-server bytes / t."""
-    nbytes = _positive("nbytes", nbytes, strict=False)
-    if not isinstance(scatter_gather, bool):
-        raise ValueError(f"scatter_gather must be True or False, got {scatter_gather!r}")
+    cluster = _cluster(cluster)
+    nbytes = checks.nonnegative("nbytes", nbytes)
+    scatter_gather = checks.boolean("scatter_gather", scatter_gather)
     g = cluster.gpus_per_server
     share = nbytes / g if scatter_gather else nbytes
     sends = tuple(
-        Flow(s * g + i, (s + 1) * g + i, share)
+        _flow(s * g + i, (s + 1) * g + i, share)
         for s in range(cluster.servers - 1)
         for i in range(g)
     )
@@ -382,44 +551,166 @@ def pp_send(cluster: Cluster, nbytes: float, scatter_gather: bool = True) -> Tra
 
 def dp_groups(cluster: Cluster) -> list[list[int]]:
     """Data-parallel groups when TP fills each server: GPU i of every server, per i."""
+    cluster = _cluster(cluster)
     g = cluster.gpus_per_server
     return [[s * g + i for s in range(cluster.servers)] for i in range(g)]
 
 
+def _tree_flows(group: list[int], parent, nbytes: float) -> list[Flow]:
+    """Each child sends ``nbytes`` up to its parent (reduce) and gets ``nbytes`` back
+    (broadcast); ``parent[k]`` is the parent of rank k (-1 for the root)."""
+    flows = []
+    for child, up in enumerate(parent):
+        if up >= 0:
+            flows += [
+                _flow(group[child], group[up], nbytes),
+                _flow(group[up], group[child], nbytes),
+            ]
+    return flows
+
+
+def _depth(parent: list[int]) -> int:
+    """Edges on the longest path from a rank to the root of the tree ``parent``."""
+    depth = [0] * len(parent)
+    for k in range(len(parent)):
+        d, up = 0, parent[k]
+        while up >= 0 and d <= len(parent):
+            d, up = d + 1, parent[up]
+        depth[k] = d
+    return max(depth, default=0)
+
+
 def dp_allreduce(cluster: Cluster, nbytes: float, algorithm: str = "ring") -> Traffic:
     """Data-parallel gradient all-reduce of ``nbytes`` per GPU across servers, one group
-    per local rank (all at once). ``"ring"``: servers in order. ``"tree"``: a binary
-    tree over servers in heap order (parent of s is (s-1)//2); each child sends nbytes up
-    (reduce) and receives nbytes back (broadcast), pipelined, so an inner node moves 3x
-    nbytes through its NIC (chapter 9's double binary tree halves that)."""
-    if algorithm not in ("ring", "tree"):
-        raise ValueError(f"algorithm must be 'ring' or 'tree', got {algorithm!r}")
+    per local rank (all at once).
+
+    * ``"ring"``: servers in order.
+    * ``"tree"``: one binary tree over servers in heap order (parent of s is (s-1)//2);
+      each child sends nbytes up (reduce) and receives nbytes back (broadcast),
+      pipelined, so an inner node moves 3 x nbytes through its NIC in each direction.
+    * ``"double-tree"``: NCCL's two trees (:func:`scaleout.trees.double_binary_tree`,
+      chapter 9), each carrying half the data. No rank has more than two children over
+      both trees, so no NIC carries more than 2 x nbytes per direction, like the ring; for
+      an odd number of servers one rank (rank 0) is an inner node of *both* trees, with
+      one child in each (:func:`scaleout.trees.check_double_tree`).
+    """
+    cluster = _cluster(cluster)
+    algorithm = checks.choice("algorithm", algorithm, DP_ALGORITHMS)
     if algorithm == "ring":
         return ring_allreduce(cluster, dp_groups(cluster), nbytes, "DP ring all-reduce")
-    nbytes = _positive("nbytes", nbytes, strict=False)
+    nbytes = checks.nonnegative("nbytes", nbytes)
+    s = cluster.servers
+    if algorithm == "tree":
+        parents = [[(k - 1) // 2 if k else -1 for k in range(s)]]
+    else:
+        parents = [tree.parent.tolist() for tree in trees.double_binary_tree(s)]
+        nbytes = nbytes / 2
+    flows = [
+        f
+        for group in dp_groups(cluster)
+        for parent in parents
+        for f in _tree_flows(group, parent, nbytes)
+    ]
+    depth = max(_depth(parent) for parent in parents)
+    name = "DP tree all-reduce" if algorithm == "tree" else "DP double binary tree all-reduce"
+    return Traffic(name, (tuple(flows),), (2 * depth,))
+
+
+def _server_path(g: int, nics: int, rail_in: int, rail_out: int) -> list[int]:
+    """Local ranks of one server in a channel's ring: enter at a GPU of ``rail_in``,
+    visit the others, leave from a GPU of ``rail_out`` (a different GPU when g > 1)."""
+    per = g // nics
+    enter = rail_in * per
+    leave = rail_out * per + per - 1
+    if leave == enter and g > 1:  # one GPU per rail and the same rail both ways
+        leave = (enter + 1) % g  # leave from the next GPU: this hop crosses rails
+    middle = [k for k in range(g) if k not in (enter, leave)]
+    return [enter, *middle] + ([leave] if leave != enter else [])
+
+
+def _exit_rails(servers: int, nics: int) -> list[int]:
+    """Rail each server leaves by in channel 0: neighbours differ (so a server enters on
+    one rail and leaves on another) wherever ``nics`` allows it."""
+    rails = [s % nics for s in range(servers)]
+    if servers > 2 and nics > 2 and rails[-1] == rails[0]:
+        rails[-1] = 1  # differs from rails[0] = 0 and from rails[-2] = nics - 1
+    return rails
+
+
+def flat_ring_allreduce(cluster: Cluster, nbytes: float, channels: int | None = None) -> Traffic:
+    """All-reduce of ``nbytes`` per GPU over every GPU as NCCL's ring algorithm lays it
+    out: ``channels`` flat rings over all GPUs (default: one per NIC of a server), each
+    carrying ``nbytes / channels``, all at once.
+
+    Each ring enters a server through a NIC, visits its GPUs one after another over NVLink
+    and leaves through a NIC; NCCL runs several such rings at once, one per NIC, so that
+    the NICs' bandwidths add up (NVIDIA/nccl issue 412, S. Jeaugey), and keeps each ring on
+    the same NIC from node to node so that its traffic stays on one rail of a
+    rail-optimized fabric (``NCCL_CROSS_NIC`` in NCCL's environment-variable documentation).
+    Here channel c leaves server s by rail (r_s + c) mod nics and enters server s+1 on that
+    same rail: every hop between servers stays on one rail (one leaf switch), and with one
+    channel per NIC every NIC carries 2(p-1)/p * nbytes / channels each way. NCCL may enter
+    and leave a server through the same NIC (its last GPU reaches that NIC over PCIe, which
+    this model does not draw); the model sends every flow through its sending GPU's own NIC
+    and alternates rails instead, which puts the same bytes on every NIC and leaf. Where the
+    rails cannot alternate (two NICs and an odd number of servers) a server enters and leaves
+    on one rail, by two GPUs when the rail has two.
+
+    ``channels=1`` is one ring whose hops between servers each go through a single NIC:
+    the "what if one NIC" case, the pricing NCCL does *not* do. Chapter 10 prices NCCL's
+    ring (and its choice between ring and tree) with NCCL's own cost model.
+    """
+    cluster = _cluster(cluster)
+    nbytes = checks.nonnegative("nbytes", nbytes)
+    nics = cluster.nics_per_server
+    c = nics if channels is None else checks.integer("channels", channels, 1, MAX_CHANNELS)
+    g, s, p = cluster.gpus_per_server, cluster.servers, cluster.num_gpus
+    if c * p > MAX_FLOWS:
+        raise checks.fail("channels * GPUs", f"at most {MAX_FLOWS} flows", c * p)
+    share = 2 * (p - 1) / p * nbytes / c if p > 1 else 0.0
+    base = _exit_rails(s, nics)
     flows = []
-    for group in dp_groups(cluster):
-        for child in range(1, len(group)):
-            parent = (child - 1) // 2
-            flows += [
-                Flow(group[child], group[parent], nbytes),
-                Flow(group[parent], group[child], nbytes),
-            ]
-    depth = int(math.floor(math.log2(cluster.servers)))
-    return Traffic("DP tree all-reduce", (tuple(flows),), (2 * depth,))
+    for k in range(c):
+        out = [(r + k) % nics for r in base]
+        ring = []
+        for server in range(s):
+            rail_in = out[server - 1] if s > 1 else (out[0] + 1) % nics
+            local = _server_path(g, nics, rail_in, out[server])
+            ring += [server * g + i for i in local]
+        flows += _ring_flows(ring, share, 1.0)
+    name = f"flat ring all-reduce, {c} channel" + ("s" if c > 1 else "")
+    return Traffic(name, (tuple(flows),), (2 * (p - 1),))
 
 
 def hierarchical_allreduce(cluster: Cluster, nbytes: float) -> Traffic:
-    """All-reduce of ``nbytes`` per GPU over every GPU: ring reduce-scatter inside each
-    server (NVLink), ring all-reduce of the 1/g shards across servers on each rail, ring
-    all-gather inside each server (the 2D scheme NCCL and Horovod use across nodes)."""
-    nbytes = _positive("nbytes", nbytes, strict=False)
+    """Hierarchical all-reduce of ``nbytes`` per GPU over every GPU, in three phases: ring
+    reduce-scatter inside each server (NVLink), ring all-reduce of the 1/g shards across
+    servers on each rail, ring all-gather inside each server.
+
+    This is Horovod's hierarchical all-reduce (``HOROVOD_HIERARCHICAL_ALLREDUCE``: NCCL
+    reduce-scatter, MPI all-reduce across nodes, NCCL all-gather; ``NCCLHierarchicalAllreduce``
+    in ``horovod/common/ops/nccl_operations.cc``) and the two-level case of BlueConnect (Cho
+    et al., SysML 2019). It is an alternative to NCCL's algorithm, not what NCCL does: NCCL
+    runs flat rings over all GPUs (:func:`flat_ring_allreduce`) or trees.
+    """
+    cluster = _cluster(cluster)
+    nbytes = checks.nonnegative("nbytes", nbytes)
     g, s = cluster.gpus_per_server, cluster.servers
     servers = [list(range(k * g, (k + 1) * g)) for k in range(s)]
     inside = tuple(f for grp in servers for f in _ring_flows(grp, nbytes, (g - 1) / g))
     across = ring_allreduce(cluster, dp_groups(cluster), nbytes / g).phases[0]
     phases = (inside, across, inside)
     return Traffic("hierarchical all-reduce", phases, (g - 1, 2 * (s - 1), g - 1))
+
+
+SCENARIOS = (
+    "inside one server (NVLink)",
+    "across servers, on the rails",
+    "across servers, through the spine",
+    "all GPUs, flat rings on all NICs",
+    "all GPUs, hierarchical (Horovod)",
+    "all GPUs, one ring (what if one NIC)",
+)
 
 
 def allreduce_scenarios(
@@ -430,10 +721,17 @@ def allreduce_scenarios(
     oversubscription: float = 1.0,
     nbytes: float = 1e9,
 ) -> dict[str, Timing]:
-    """Time of an all-reduce of ``nbytes`` per GPU in four places of one cluster:
-    inside one server over NVLink; across servers on the rails (all servers under one rail
-    leaf each); across servers through an oversubscribed spine (one top-of-rack leaf per
-    server, so every hop climbs to the spine); and over all GPUs, hierarchically."""
+    """Time of an all-reduce of ``nbytes`` per GPU in the places named by ``SCENARIOS``:
+
+    1. inside one server over NVLink;
+    2. among the same-rank GPUs of all servers, on the rails (all servers under one rail
+       leaf each; one ring per local rank, each on its GPU's own NIC);
+    3. the same through an oversubscribed spine (one top-of-rack leaf per server, so every
+       hop climbs to the spine);
+    4. over all GPUs with NCCL's flat rings, one channel per NIC (:func:`flat_ring_allreduce`);
+    5. over all GPUs with Horovod's hierarchical scheme (:func:`hierarchical_allreduce`);
+    6. over all GPUs with one flat ring, one NIC per server crossing: "what if one NIC".
+    """
     common = dict(
         servers=servers,
         gpus_per_server=gpus_per_server,
@@ -444,12 +742,14 @@ def allreduce_scenarios(
     spine = Cluster(
         rail_optimized=False, servers_per_leaf=1, oversubscription=oversubscription, **common
     )
+    nbytes = checks.nonnegative("nbytes", nbytes)
     one_server = [list(range(gpus_per_server))]
-    return {
-        "inside one server (NVLink)": traffic_time(
-            rails, ring_allreduce(rails, one_server, nbytes)
-        ),
-        "across servers, on the rails": traffic_time(rails, dp_allreduce(rails, nbytes)),
-        "across servers, through the spine": traffic_time(spine, dp_allreduce(spine, nbytes)),
-        "all GPUs, hierarchical": traffic_time(rails, hierarchical_allreduce(rails, nbytes)),
-    }
+    patterns = (
+        (rails, ring_allreduce(rails, one_server, nbytes)),
+        (rails, dp_allreduce(rails, nbytes)),
+        (spine, dp_allreduce(spine, nbytes)),
+        (rails, flat_ring_allreduce(rails, nbytes)),
+        (rails, hierarchical_allreduce(rails, nbytes)),
+        (rails, flat_ring_allreduce(rails, nbytes, channels=1)),
+    )
+    return {name: traffic_time(c, t) for name, (c, t) in zip(SCENARIOS, patterns, strict=True)}

@@ -4,13 +4,19 @@ Bandwidths come from the tables of :mod:`scaleout.hardware` (read through
 :class:`~scaleout.hardware.Bandwidth`, so every axis says per link or per GPU, per
 direction or bidirectional); paths, link loads and times from :mod:`scaleout.topology`.
 This module only lays them out.
+
+Limits: :func:`traffic_figure` draws at most ``MAX_DRAWN_GPUS`` GPUs (a drawing, not a
+model); :func:`allreduce_times` at most ``MAX_BARS`` bars.
 """
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+
 import plotly.graph_objects as go
 from plotly.subplots import make_subplots
 
+from .. import checks
 from .. import hardware as H
 from .. import topology as T
 from .theme import NEUTRAL, rank_color, template
@@ -18,6 +24,9 @@ from .theme import NEUTRAL, rank_color, template
 SCOPES = ("per link", "per GPU")
 DOMAIN_SCOPES = ("per GPU", "whole domain")
 PATTERN_COLOR = "#D55E00"
+MAX_DRAWN_GPUS = 128
+MAX_BARS = 24
+MAX_POINTS = 1000
 
 
 def _choices(make, scopes):
@@ -26,8 +35,8 @@ def _choices(make, scopes):
 
 def nvlink_timeline(scope: str = "per GPU", direction: str = "bidirectional") -> go.Figure:
     """NVLink bandwidth by generation, ``scope`` per link or per GPU, counted ``direction``."""
-    H._check_choice("scope", scope, SCOPES)
-    H._check_choice("direction", direction, H.DIRECTIONS)
+    scope = checks.choice("scope", scope, SCOPES)
+    direction = checks.choice("direction", direction, H.DIRECTIONS)
     rows = H.NVLINK_GENERATIONS
     bws = [r.per_link if scope == "per link" else r.per_gpu for r in rows]
     ys = [bw.to("GB/s", direction) for bw in bws]
@@ -83,8 +92,8 @@ def nvlink_timeline_choices() -> dict[str, go.Figure]:
 def nvswitch_domains(scope: str = "whole domain", direction: str = "bidirectional") -> go.Figure:
     """NVLink domains built on NVSwitch: per-GPU bandwidth, or the domain's total (GPUs ×
     per-GPU NVLink bandwidth, what its GPUs can inject), by year; log scale."""
-    H._check_choice("scope", scope, DOMAIN_SCOPES)
-    H._check_choice("direction", direction, H.DIRECTIONS)
+    scope = checks.choice("scope", scope, DOMAIN_SCOPES)
+    direction = checks.choice("direction", direction, H.DIRECTIONS)
     rows = [s for s in H.SYSTEMS if s.nvswitch_generation > 0]
     gens = {g.generation: g for g in H.NVSWITCH_GENERATIONS}
     fig = go.Figure(layout=dict(template=template()))
@@ -102,11 +111,18 @@ def nvswitch_domains(scope: str = "whole domain", direction: str = "bidirectiona
             name=f"NVSwitch gen {gen}: {sw.ports} ports per chip"
             + (" (secondary)" if sw.secondary else ""),
             text=[f"{s.name}<br>{s.gpus_per_nvlink_domain} GPUs" for s in sub],
-            textposition="middle right",
+            # a domain spanning servers announced a year before the next one: label it on
+            # the left, so that the two 256-GPU domains (2022, 2023) do not overlap
+            textposition=["middle left" if s.all_to_all_tb_per_s else "middle right" for s in sub],
             hovertext=[
                 f"{s.name} ({s.year}): {s.gpus_per_nvlink_domain} GPUs × "
                 f"{s.nvlink_per_gpu.label('GB/s', direction)} per GPU = "
                 f"{(s.nvlink_per_gpu * s.gpus_per_nvlink_domain).label('TB/s', direction)}"
+                + (
+                    f"; quoted all-to-all: {s.all_to_all_tb_per_s:g} TB/s"
+                    if s.all_to_all_tb_per_s
+                    else ""
+                )
                 for s in sub
             ],
             hoverinfo="text",
@@ -138,7 +154,7 @@ def nvswitch_domain_choices() -> dict[str, go.Figure]:
 def server_boundary(direction: str = "per direction") -> go.Figure:
     """Per GPU: NVLink bandwidth beside network (NIC) bandwidth, for each DGX server, with
     their ratio (the same whichever unit and direction both are read in)."""
-    H._check_choice("direction", direction, H.DIRECTIONS)
+    direction = checks.choice("direction", direction, H.DIRECTIONS)
     rows = [s for s in H.SYSTEMS if s.nic_per_gpu is not None]
     fig = go.Figure(layout=dict(template=template()))
     names = [s.name for s in rows]
@@ -419,12 +435,25 @@ def traffic_figure(
 ) -> go.Figure:
     """The same traffic ``pattern`` (a function cluster -> Traffic) on a rail-optimized
     fabric (top) and a top-of-rack fabric (bottom). Orange line width is proportional to
-    the bytes a link carries in its busier direction; hover a link for both directions."""
+    the bytes a link carries in its busier direction; hover a link for both directions.
+    ``nbytes`` is the size the title states (the pattern decides what it sends)."""
+    pattern = checks.function("pattern", pattern)
+    servers = checks.integer("servers", servers, 1, MAX_DRAWN_GPUS)
+    gpus_per_server = checks.integer("gpus_per_server", gpus_per_server, 1, MAX_DRAWN_GPUS)
+    if servers * gpus_per_server > MAX_DRAWN_GPUS:
+        raise checks.fail(
+            "servers * gpus_per_server",
+            f"at most {MAX_DRAWN_GPUS} GPUs in a drawing",
+            servers * gpus_per_server,
+        )
+    nbytes = checks.positive("nbytes", nbytes)
+    rail_group = checks.integer("rail_group", rail_group, 1, MAX_DRAWN_GPUS)
+    tor_group = checks.integer("tor_group", tor_group, 1, MAX_DRAWN_GPUS)
     clusters = [
         T.Cluster(servers, gpus_per_server, rail_optimized=True, servers_per_leaf=rail_group),
         T.Cluster(servers, gpus_per_server, rail_optimized=False, servers_per_leaf=tor_group),
     ]
-    traffics = [pattern(c) for c in clusters]
+    traffics = [checks.instance("pattern(cluster)", pattern(c), T.Traffic) for c in clusters]
     peak = max(
         max(T.link_loads(c, t).values(), default=1.0)
         for c, t in zip(clusters, traffics, strict=True)
@@ -463,7 +492,14 @@ def traffic_figure(
 
 def allreduce_times(timings: dict, title: str) -> go.Figure:
     """Horizontal bars: the time of each scenario of
-    :func:`scaleout.topology.allreduce_scenarios`, split into latency and bandwidth terms."""
+    :func:`scaleout.topology.allreduce_scenarios` (a mapping of label -> Timing), split into
+    latency and bandwidth terms."""
+    if not isinstance(timings, Mapping) or not 1 <= len(timings) <= MAX_BARS:
+        raise checks.fail("timings", f"a mapping of 1 to {MAX_BARS} labels -> Timing", timings)
+    for label, timing in timings.items():
+        checks.text("timings label", label, 80)
+        checks.instance("timings value", timing, T.Timing)
+    title = checks.text("title", title, 400)
     names = list(timings)[::-1]
     fig = go.Figure(layout=dict(template=template()))
     for label, key, color in (
@@ -487,14 +523,14 @@ def allreduce_times(timings: dict, title: str) -> go.Figure:
         showlegend=False,
         hoverinfo="skip",
     )
-    top = max(t.seconds for t in timings.values()) * 1e3
+    top = max(max(t.seconds for t in timings.values()) * 1e3, 1e-9)
     fig.update_layout(
         title_text=title,
         barmode="stack",
         xaxis=dict(title_text="time (ms)", range=[0, 1.3 * top]),
         yaxis=dict(title_text=""),
-        height=400,
-        margin=dict(l=230, t=80, r=10),
+        height=220 + 36 * len(names),
+        margin=dict(l=250, t=80, r=10),
         legend=dict(orientation="h", x=0.0, y=-0.2, xanchor="left", yanchor="top"),
     )
     return fig
@@ -502,7 +538,21 @@ def allreduce_times(timings: dict, title: str) -> go.Figure:
 
 def measured_bandwidth(sizes, p2p_bytes_per_s, memcpy_bytes_per_s, busbw: dict) -> go.Figure:
     """Left: point-to-point bandwidth between two processes against message size, with the
-    machine's memory-copy rate. Right: all-reduce bus bandwidth by process count."""
+    machine's memory-copy rate. Right: all-reduce bus bandwidth by process count (a
+    mapping of process count -> bytes/s). All bandwidths in bytes/s."""
+    sizes = checks.array("sizes", sizes, ndim=1, low=0.0, low_open=True, max_size=MAX_POINTS)
+    p2p = checks.array(
+        "p2p_bytes_per_s", p2p_bytes_per_s, ndim=1, low=0.0, low_open=True, max_size=MAX_POINTS
+    )
+    if p2p.shape != sizes.shape:
+        raise checks.fail("p2p_bytes_per_s", f"{sizes.size} values, one per size", p2p_bytes_per_s)
+    memcpy_bytes_per_s = checks.positive("memcpy_bytes_per_s", memcpy_bytes_per_s)
+    if not isinstance(busbw, Mapping) or not 1 <= len(busbw) <= MAX_BARS:
+        raise checks.fail("busbw", f"a mapping of 1 to {MAX_BARS} process counts -> bytes/s", busbw)
+    busbw = {
+        checks.integer("busbw process count", p, 1, 2**20): checks.positive("busbw value", b)
+        for p, b in busbw.items()
+    }
     fig = make_subplots(
         rows=1,
         cols=2,
@@ -512,8 +562,8 @@ def measured_bandwidth(sizes, p2p_bytes_per_s, memcpy_bytes_per_s, busbw: dict) 
     )
     memcpy = memcpy_bytes_per_s / 1e9
     fig.add_scatter(
-        x=list(sizes),
-        y=[b / 1e9 for b in p2p_bytes_per_s],
+        x=sizes.tolist(),
+        y=(p2p / 1e9).tolist(),
         mode="lines+markers",
         name="send/recv, per direction",
         marker=dict(color=rank_color(0), size=8),
