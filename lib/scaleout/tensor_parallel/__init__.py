@@ -3,20 +3,20 @@
 Taught in chapters/04_tensor_parallel.ipynb. One package, four parts, every name importable
 from ``scaleout.tensor_parallel``:
 
-* :mod:`~scaleout.tensor_parallel.layers`: the numeric reference layers (numpy): the
+* ``layers``: the numeric reference layers (numpy): the
   column and the row split of Z = X Y, Megatron's MLP and attention, GeLU, the valid t.
-* :mod:`~scaleout.tensor_parallel.traffic`: the operators f and g, the collectives and
+* ``traffic``: the operators f and g, the collectives and
   bytes of one layer (with and without sequence parallelism), their time on NVLink and
   NICs, the ideal compute time, the NVLink-to-NIC ratio.
-* :mod:`~scaleout.tensor_parallel.overlap`: which of those collectives Megatron-LM,
+* ``overlap``: which of those collectives Megatron-LM,
   Transformer Engine and PyTorch's async tensor parallelism hide behind a GEMM.
-* :mod:`~scaleout.tensor_parallel.stages`: the scatter-gather between pipeline stages.
+* ``stages``: the scatter-gather between pipeline stages.
 
 Sources: Shoeybi et al., "Megatron-LM" (arXiv 1909.08053, Sec. 3); Narayanan et al., SC21
 (arXiv 2104.04473, Sec. 3, Sec. 4.1, Appendix); Korthikanti et al., "Reducing Activation
 Recomputation in Large Transformer Models" (arXiv 2205.05198, Sec. 4.2.2); Megatron-LM's
 ``megatron/core/tensor_parallel/mappings.py`` and ``layers.py``. Size limits:
-:mod:`~scaleout.tensor_parallel.sizes`.
+``sizes``.
 """
 
 from .layers import (

@@ -154,7 +154,7 @@ def gelu(x):
     """GeLU, tanh form (Hendrycks & Gimpel, arXiv 1606.08415, Sec. 2; torch's
     ``F.gelu(x, approximate="tanh")``): 0.5 x (1 + tanh(sqrt(2/pi) (x + 0.044715 x^3))).
 
-    ``x``: finite real numbers (a scalar gives a float). For |x| beyond ~1e102 the cube
+    ``x``: finite real numbers (a scalar gives a float). For abs(x) beyond ~1e102 the cube
     overflows to +-inf, tanh gives +-1, and the result is its limit, x or -0.
     """
     x = checks.array("x", x, empty=True)

@@ -1,33 +1,6 @@
 """Which tensor-parallel collectives real systems hide behind a GEMM, and what stays exposed.
 
-A collective can run beside a GEMM only if neither needs the other's result. Three
-schedules, each what a real implementation does:
-
-* ``"none"``: every collective on the critical path (the book's own torch layers).
-* ``"megatron"``: Megatron-LM's default, ``LinearWithGradAccumulationAndAsyncCommunication``
-  in ``megatron/core/tensor_parallel/layers.py``. In the backward pass of each
-  column-parallel layer (Q/K/V, MLP up-projection) the input-gradient collective (f's
-  all-reduce, or with sequence parallelism its reduce-scatter) is launched asynchronously
-  and runs while the weight-gradient GEMM computes; with sequence parallelism the input's
-  all-gather, redone in the backward pass, runs while the input-gradient GEMM computes.
-  Every forward collective and g's backward all-gather stay exposed: the next GEMM needs
-  their result.
-* ``"pipelined"``: Megatron-LM ``--tp-comm-overlap`` with Transformer Engine's userbuffers
-  (``ub_overlap_ag``, ``ub_overlap_rs``, ``ub_bulk_dgrad``, ``ub_bulk_wgrad``; NeMo's
-  "Communication Overlap" guide) and PyTorch's async tensor parallelism
-  (``torch.distributed._symmetric_memory``: ``_pipelined_all_gather_and_consume``,
-  ``_pipelined_produce_and_all2all``). The dependent collectives are split into t steps
-  (point-to-point ring exchanges) and pipelined with the GEMM that consumes or produces
-  them. Only with sequence parallelism (all-gather and reduce-scatter; Megatron-LM refuses
-  ``--tp-comm-overlap`` without ``--sequence-parallel``).
-
-Model: a collective of C seconds beside an independent GEMM of G seconds ("bulk") exposes
-max(0, C - G). Pipelined in t steps, the GEMM's first step runs on the local shard (or its
-last one produces the local shard) while the first exchange is in flight, so t - 1
-exchanges of C/(t-1) overlap G (t-1)/t of GEMM: exposed max(0, C - G (t-1)/t). GEMM times
-are ideal (FLOPs at ``peak_flops``); not modelled: the SMs and memory bandwidth that the
-communication kernels take from the GEMM, and the efficiency a GEMM loses when split, so
-the savings here are an upper bound.
+The schedules, their sources and the model: :func:`layer_overlap`.
 """
 
 from __future__ import annotations
@@ -79,7 +52,7 @@ class LayerOverlap:
 
     @property
     def seconds(self) -> float:
-        """The layer's time: compute plus exposed communication."""
+        """Compute plus exposed communication, in seconds (the layer's time)."""
         return self.compute.total + self.exposed.total
 
 
@@ -102,11 +75,42 @@ def layer_overlap(
     peak_flops=H100_SXM_BF16_DENSE_FLOPS,
     **links,
 ) -> LayerOverlap:
-    """Communication of one layer split into hidden and exposed seconds, per ``overlap``
-    schedule (``OVERLAPS``, see the module). ``links`` go to
-    :func:`scaleout.tensor_parallel.traffic.collective_seconds`. With sequence parallelism
-    and a real implementation (``"megatron"``, ``"pipelined"``) the input all-gather is
-    redone in the backward pass (``layer_traffic(..., regather_input=True)``)."""
+    """Communication of one layer and micro-batch split into hidden and exposed seconds.
+
+    ``links`` go to :func:`scaleout.tensor_parallel.collective_seconds`; ``peak_flops``
+    sets the ideal GEMM times. With sequence parallelism and a real implementation
+    (``"megatron"``, ``"pipelined"``) the input all-gather is redone in the backward pass
+    (``layer_traffic(..., regather_input=True)``).
+
+    A collective can run beside a GEMM only if neither needs the other's result. Three
+    schedules, each what a real implementation does:
+
+    * ``"none"``: every collective on the critical path (the book's own torch layers).
+    * ``"megatron"``: Megatron-LM's default, ``LinearWithGradAccumulationAndAsyncCommunication``
+      in ``megatron/core/tensor_parallel/layers.py``. In the backward pass of each
+      column-parallel layer (Q/K/V, MLP up-projection) the input-gradient collective (f's
+      all-reduce, or with sequence parallelism its reduce-scatter) is launched asynchronously
+      and runs while the weight-gradient GEMM computes; with sequence parallelism the input's
+      all-gather, redone in the backward pass, runs while the input-gradient GEMM computes.
+      Every forward collective and g's backward all-gather stay exposed: the next GEMM needs
+      their result.
+    * ``"pipelined"``: Megatron-LM ``--tp-comm-overlap`` with Transformer Engine's userbuffers
+      (``ub_overlap_ag``, ``ub_overlap_rs``, ``ub_bulk_dgrad``, ``ub_bulk_wgrad``; NeMo's
+      "Communication Overlap" guide) and PyTorch's async tensor parallelism
+      (``torch.distributed._symmetric_memory``: ``_pipelined_all_gather_and_consume``,
+      ``_pipelined_produce_and_all2all``). The dependent collectives are split into t steps
+      (point-to-point ring exchanges) and pipelined with the GEMM that consumes or produces
+      them. Only with sequence parallelism (all-gather and reduce-scatter; Megatron-LM refuses
+      ``--tp-comm-overlap`` without ``--sequence-parallel``).
+
+    Model: a collective of C seconds beside an independent GEMM of G seconds ("bulk") exposes
+    max(0, C - G). Pipelined in t steps, the GEMM's first step runs on the local shard (or its
+    last one produces the local shard) while the first exchange is in flight, so t - 1
+    exchanges of C/(t-1) overlap G (t-1)/t of GEMM: exposed max(0, C - G (t-1)/t). GEMM times
+    are ideal (FLOPs at ``peak_flops``); not modelled: the SMs and memory bandwidth that the
+    communication kernels take from the GEMM, and the efficiency a GEMM loses when split, so
+    the savings here are an upper bound.
+    """
     overlap = checks.choice("overlap", overlap, OVERLAPS)
     sp = checks.boolean("sequence_parallel", sequence_parallel)
     if overlap == "pipelined" and not sp:

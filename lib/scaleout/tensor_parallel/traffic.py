@@ -213,7 +213,7 @@ def layer_comm_seconds(
     """Communication seconds of one layer per micro-batch: the collectives of
     :func:`layer_traffic`, each timed by :func:`collective_seconds` (``links``:
     gpus_per_server, intra, inter, topology). All of it, overlapped or not
-    (:func:`scaleout.tensor_parallel.overlap.layer_overlap` splits it)."""
+    (:func:`scaleout.tensor_parallel.layer_overlap` splits it)."""
     unknown = sorted(set(links) - {"gpus_per_server", "intra", "inter", "topology"})
     if unknown:
         allowed = "keywords among gpus_per_server, intra, inter, topology"
