@@ -657,3 +657,17 @@ def test_the_domain_size_moves_the_cliff():
     at8 = tp.layer_comm_seconds(**GPT3, t=8, gpus_per_server=nvl72, intra="nvlink5-b200")
     assert nvl72 == 72 and inside.total / at8.total < 1.3  # the ring factor and latency
     assert tp.layer_comm_seconds(**GPT3, t=16).total / tp.layer_comm_seconds(**GPT3, t=8).total > 9
+
+
+def test_the_package_exports_every_public_name_of_its_parts():
+    # scaleout.tensor_parallel was one module; every name stays importable from it.
+    import importlib
+
+    for part in ("layers", "traffic", "overlap", "stages"):
+        module = importlib.import_module(f"scaleout.tensor_parallel.{part}")
+        for name, obj in vars(module).items():
+            if name.startswith("_") or getattr(obj, "__module__", None) != module.__name__:
+                continue
+            if callable(obj):
+                assert name in tp.__all__ and getattr(tp, name) is obj, name
+    assert all(hasattr(tp, name) for name in tp.__all__)

@@ -565,8 +565,8 @@ def overlap_figure(records, title: str = "") -> go.Figure:
         barmode="stack",
         title_text=title or "One layer, forward + backward: compute and communication",
         xaxis=dict(title_text="time per layer and micro-batch (ms)", rangemode="tozero"),
-        yaxis=dict(title_text="overlap schedule", autorange="reversed"),
-        legend=dict(orientation="h", x=0.0, y=-0.25, yanchor="top"),
-        margin=dict(l=200, t=60, b=110),
+        yaxis=dict(title_text="overlap schedule", autorange="reversed", title_standoff=12),
+        legend=dict(orientation="h", x=0.0, y=-0.25, yanchor="top", traceorder="normal"),
+        margin=dict(l=250, t=60, b=110),
     )
     return fig
