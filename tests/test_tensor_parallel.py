@@ -61,7 +61,7 @@ def test_every_valid_t_works_and_every_other_is_rejected(k):
             np.testing.assert_allclose(tp.column_parallel_matmul(x, y, t).output, x @ y)
         else:
             for fn in (tp.row_parallel_matmul, tp.column_parallel_matmul):
-                with pytest.raises(ValueError, match="t must divide"):
+                with pytest.raises(ValueError, match="t must be a divisor"):
                     fn(x, y, t)
 
 
@@ -294,26 +294,29 @@ def test_scatter_gather_time_for_a_gpt3_layer():
 # -------------------------------------------------------------------------- bad inputs
 
 
-X2, Y2 = np.ones((2, 4)), np.ones((4, 4))
+X2, Y2, B4 = np.ones((2, 4)), np.ones((4, 4)), np.ones(4)
 
 
 @pytest.mark.parametrize(
     "call, message",
     [
-        (lambda: tp.column_parallel_matmul(X2, Y2, 3), "t must divide"),
-        (lambda: tp.row_parallel_matmul(X2, Y2, 0), "t must be an integer >= 1"),
-        (lambda: tp.row_parallel_matmul(X2, np.ones((3, 4)), 1), "need x"),
+        (lambda: tp.column_parallel_matmul(X2, Y2, 3), "t must be a divisor"),
+        (lambda: tp.row_parallel_matmul(X2, Y2, 0), r"t must be an integer in \[1, 65536\]"),
+        (lambda: tp.row_parallel_matmul(X2, np.ones((3, 4)), 1), "x must be"),
         (lambda: tp.matmul_shards("diagonal", 2, 2, 2, 1), "mode must be"),
-        (lambda: tp.shard_slice(8, 4, 4), "rank must lie"),
-        (lambda: tp.megatron_mlp(X2, np.ones((4, 6)), np.ones(6), np.ones((6, 4)), 0, 4), "t must"),
+        (lambda: tp.shard_slice(8, 4, 4), r"rank must be an integer in \[0, 3\]"),
+        (
+            lambda: tp.megatron_mlp(X2, np.ones((4, 6)), np.ones(6), np.ones((6, 4)), B4, 4),
+            "t must be a divisor of the MLP width",
+        ),
         (lambda: tp.attention(np.ones((3, 6)), *[np.ones((6, 6))] * 4, heads=4), "heads must"),
         (
             lambda: tp.tensor_parallel_attention(np.ones((3, 8)), *[np.ones((8, 8))] * 4, 4, 8),
             "number of heads",
         ),
-        (lambda: tp.layer_traffic(0, 8, 8, 2), "b must be an integer >= 1"),
+        (lambda: tp.layer_traffic(0, 8, 8, 2), r"b must be an integer in \[1, 65536\]"),
         (lambda: tp.layer_traffic(1, -8, 8, 2), "s must be"),
-        (lambda: tp.layer_traffic(1, 8, 12, 8), "t must divide h"),
+        (lambda: tp.layer_traffic(1, 8, 12, 8), "t must be a divisor of h"),
         (lambda: tp.layer_traffic(1, 8, 8, 2, dtype_bytes=0), "dtype_bytes"),
         (lambda: tp.layer_traffic(1, 6, 8, 4, sequence_parallel=True), "sequence length"),
         (lambda: tp.layer_traffic(1, 8, 8, 4, heads=2), "number of heads"),
@@ -322,10 +325,10 @@ X2, Y2 = np.ones((2, 4)), np.ones((4, 4))
         (lambda: tp.collective_seconds("allreduce", 1e6, 8, topology="torus"), "topology"),
         (lambda: tp.collective_seconds("allreduce", 1e6, 12, topology="two-level"), "multiple"),
         (lambda: tp.collective_seconds("allreduce", -1.0, 4), "nbytes"),
-        (lambda: tp.collective_seconds("allreduce", 1e6, 4, intra="nvlink9"), "name must be"),
+        (lambda: tp.collective_seconds("allreduce", 1e6, 4, intra="nvlink9"), "intra must be"),
         (lambda: tp.layer_compute_seconds(1, 8, 8, 2, peak_flops=0), "peak_flops"),
         (lambda: tp.stage_transfer(1, 8, 16, 16), "gpus_per_server"),
-        (lambda: tp.stage_transfer_schedule(4, 6), "t must divide n"),
+        (lambda: tp.stage_transfer_schedule(4, 6), "t must be a divisor of n"),
         (lambda: tp.valid_tensor_parallel_sizes(0, 4), "h must be"),
     ],
 )
@@ -453,3 +456,218 @@ def test_demo_rejects_bad_sizes_before_starting(arg):
     with pytest.raises(SystemExit) as info:
         demo.main([arg, "0"])
     assert info.value.code == 2
+
+
+# ------------------------------------------------- regressions of the robustness issue
+
+
+def test_valid_sizes_with_a_huge_limit_is_an_error_not_a_hang():
+    # Issue "Robustness": limit=2**63 looped over 2**63 candidates.
+    with pytest.raises(ValueError, match=r"limit must be an integer in \[1, 65536\]"):
+        tp.valid_tensor_parallel_sizes(12, 4, limit=2**63)
+    # the loop runs to min(limit, heads) only: the whole range is quick
+    assert tp.valid_tensor_parallel_sizes(12, 4, limit=tp.MAX_T) == [1, 2, 4]
+
+
+@pytest.mark.parametrize("bad", [None, "1.0", [1.0, None], float("nan"), float("inf"), True])
+def test_gelu_of_a_non_number_is_an_error_not_nan(bad):
+    # Issue "Robustness": gelu(None) returned NaN.
+    with pytest.raises(ValueError, match="x must be"):
+        tp.gelu(bad)
+
+
+def test_gelu_of_huge_values_is_its_limit_without_warnings():
+    with np.errstate(all="raise"):
+        assert tp.gelu(1e300) == 1e300 and tp.gelu(-1e300) == 0.0
+    assert isinstance(tp.gelu(1.5), float) and tp.gelu([]).shape == (0,)
+
+
+@pytest.mark.parametrize("rank", [None, 1.0, "1", -1, 2, True])
+def test_shard_slice_checks_the_rank_before_comparing(rank):
+    # Issue "Robustness": shard_slice(8, 2, None) reached `0 <= None` (TypeError).
+    with pytest.raises(ValueError, match="rank must be an integer"):
+        tp.shard_slice(8, 2, rank)
+
+
+@pytest.mark.parametrize(
+    "call, message",
+    [
+        (lambda: tp.matmul_shards("row", 4, 8, 8, 2**40), "t must be an integer"),
+        (lambda: tp.stage_transfer_schedule(512, 512), r"t must be an integer in \[1, 256\]"),
+        (lambda: tp.row_parallel_matmul(np.ones((4096, 64)), np.ones((64, 4096)), 64), "at most"),
+        (lambda: tp.attention(np.ones((4096, 8)), *[np.eye(8)] * 4, heads=8), "attention scores"),
+        (lambda: tp.mlp(np.full((2, 2), 1e308), *MLP_ONES), "stay finite"),
+        (lambda: tp.layer_traffic(1, 8, 8, 2, regather_input=True), "regather_input"),
+        (lambda: tp.layer_traffic(1, 8, 8, 2, sequence_parallel=1), "True or False"),
+        (lambda: tp.collective_seconds(["allreduce"], 1e6, 8), "collective must be"),
+        (lambda: tp.collective_seconds("allreduce", 1e6, 8, intra={}), "intra must be"),
+        (lambda: tp.collective_seconds("allreduce", float("nan"), 8), "nbytes"),
+        (lambda: tp.layer_comm_seconds(1, 8, 8, 2, gpus=8), "links must be"),
+        (lambda: tp.layer_overlap(1, 8, 8, 2, "pipelined"), "sequence_parallel must be True"),
+        (lambda: tp.layer_overlap(1, 8, 8, 2, "async"), "overlap must be one of"),
+        (lambda: tp.LayerSeconds(-1.0, 0.0), "forward must be"),
+        (lambda: tp.LinkRatio(450.0, 0.0), "inter_gb_per_s must be"),
+        (lambda: tp.LayerTraffic(2, 1.0, {"alltoall": 1}, {}, 1.0), "forward key must be"),
+        (lambda: tp.SplitResult(np.ones(2), np.ones(2), "concat"), "combine must be"),
+        (lambda: tp.Shard(0, (slice(None),), (slice(None),) * 2, (slice(None),) * 2), "x must"),
+        (lambda: VT.split_matmul_animation("row", 3), "t must be one of"),
+        (lambda: VT.comm_time_figure(1, 8, 12, ts=[8, 16]), "ts must be"),
+        (lambda: VT.comm_time_figure(1, 8, 16, ts=[2.5]), "ts must be"),
+        (lambda: VT.stage_transfer_animation(9, True, 1, 8, 72), r"t must be an integer in \["),
+        (lambda: VT.overlap_figure({"x": 1}), "must be a LayerOverlap"),
+    ],
+)
+def test_more_bad_inputs_are_clear_errors(call, message):
+    with pytest.raises(ValueError, match=message):
+        call()
+
+
+MLP_ONES = (np.ones((2, 4)), np.ones(4), np.ones((4, 2)), np.ones(2))
+
+
+# ------------------------------------------------ properties of the cost functions
+
+REALISTIC = dict(
+    b=st.integers(1, 64),
+    s=st.sampled_from([128, 512, 2048, 8192, 32768]),
+    hh=st.integers(1, 256),  # h = t * hh * 8
+    t=st.sampled_from([1, 2, 4, 8, 16, 32, 64]),
+    dtype=st.sampled_from([1, 2, 4]),
+    sp=st.booleans(),
+)
+
+
+def _shape(b, s, hh, t):
+    return b, s, t * hh * 8, t
+
+
+@given(**REALISTIC, topology=st.sampled_from(tp.TOPOLOGIES))
+@SETTINGS
+def test_costs_are_finite_and_nonnegative_for_realistic_inputs(b, s, hh, t, dtype, sp, topology):
+    b, s, h, t = _shape(b, s, hh, t)
+    traffic = tp.layer_traffic(b, s, h, t, dtype, sequence_parallel=sp)
+    comm = tp.layer_comm_seconds(b, s, h, t, dtype, sequence_parallel=sp, topology=topology)
+    compute = tp.layer_compute_seconds(b, s, h, t)
+    values = [traffic.message_bytes, traffic.bytes_per_gpu, comm.forward, comm.backward,
+              compute.forward, compute.backward]  # fmt: skip
+    assert all(math.isfinite(v) and v >= 0 for v in values)
+    assert (comm.total > 0) == (t > 1) and compute.total > 0
+    if t <= 8:
+        st_ = tp.stage_transfer(b, s, h, t, dtype)
+        whole, sg = tp.stage_transfer_seconds(b, s, h, t, dtype)
+        assert st_.cross_server_scatter_gather <= st_.cross_server_full
+        assert 0 < sg and 0 < whole and math.isfinite(whole + sg)
+
+
+@given(**REALISTIC)
+@SETTINGS
+def test_communication_grows_with_the_message(b, s, hh, t, dtype, sp):
+    b, s, h, t = _shape(b, s, hh, t)
+    one = tp.layer_comm_seconds(b, s, h, t, dtype, sequence_parallel=sp).total
+    two = tp.layer_comm_seconds(2 * b, s, h, t, dtype, sequence_parallel=sp).total
+    assert two >= one and (two > one) == (t > 1)
+
+
+@given(**REALISTIC, topology=st.sampled_from(tp.TOPOLOGIES))
+@SETTINGS
+def test_overlap_never_adds_time_and_better_schedules_hide_more(b, s, hh, t, dtype, sp, topology):
+    b, s, h, t = _shape(b, s, hh, t)
+    runs = {
+        o: tp.layer_overlap(b, s, h, t, o, sp, dtype, topology=topology)
+        for o in tp.OVERLAPS
+        if sp or o != "pipelined"
+    }
+    for r in runs.values():
+        for d in ("forward", "backward"):
+            assert 0 <= getattr(r.exposed, d) <= getattr(r.comm, d) * (1 + 1e-12)
+        assert r.seconds >= r.compute.total and r.hidden >= -1e-15
+        assert math.isfinite(r.seconds)
+    # Megatron's sequence parallelism re-gathers each block's input in the backward pass
+    # (memory for bytes): at worst that extra all-gather is exposed, never more.
+    regather = 0.0
+    if sp and t > 1:
+        n = b * s * h * dtype
+        regather = 2 * tp.collective_seconds("allgather", n, t, topology=topology)
+    bound = (runs["none"].exposed.total + regather) * (1 + 1e-12)
+    assert runs["megatron"].exposed.total <= bound
+    if sp:
+        assert runs["pipelined"].exposed.total <= runs["megatron"].exposed.total * (1 + 1e-12)
+    none = runs["none"]
+    assert math.isclose(
+        none.comm.total, tp.layer_comm_seconds(b, s, h, t, dtype, sp, topology=topology).total
+    )
+    assert none.exposed == none.comm  # nothing hidden without an overlapping implementation
+
+
+# ------------------------------------------------------------------ overlap, by hand
+
+
+def test_megatron_hides_the_backward_all_reduce_behind_the_weight_gradient():
+    # GPT-3 layer, t = 8: each backward all-reduce (0.21 ms) is shorter than the weight-
+    # gradient GEMM it runs beside (Q,K,V: 6 b s h^2 / t FLOPs; MLP up: 8 b s h^2 / t).
+    r = tp.layer_overlap(**GPT3, t=8, overlap="megatron")
+    ar = tp.collective_seconds("allreduce", 1 * 2048 * 12288 * 2, 8)
+    unit = 2048 * 12288**2 / 8 / tp.H100_SXM_BF16_DENSE_FLOPS
+    assert 2 * unit < ar < 6 * unit  # shorter than both partners (6 and 8 units)
+    assert r.exposed.backward == 0 and math.isclose(r.exposed.forward, 2 * ar)
+    assert math.isclose(r.comm.total, tp.layer_comm_seconds(**GPT3, t=8).total)
+
+
+def test_pipelined_exposes_only_what_the_short_gemms_cannot_cover():
+    r = tp.layer_overlap(**GPT3, t=8, overlap="pipelined", sequence_parallel=True)
+    ag = tp.collective_seconds("allgather", 1 * 2048 * 12288 * 2, 8)
+    rs = tp.collective_seconds("reducescatter", 1 * 2048 * 12288 * 2, 8)
+    unit = 2048 * 12288**2 / 8 / tp.H100_SXM_BF16_DENSE_FLOPS
+    # the attention output projection (2 units) is the only GEMM shorter than a collective:
+    # its reduce-scatter forward and dL/dZ all-gather backward each expose C - 2u (7/8)
+    assert math.isclose(r.exposed.forward, rs - 2 * unit * 7 / 8)
+    assert math.isclose(r.exposed.backward, ag - 2 * unit * 7 / 8)
+    # with the re-gather, Megatron's sequence parallelism sends 10/8 of the paper's bytes
+    paper = tp.layer_traffic(**GPT3, t=8, sequence_parallel=True)
+    real = tp.layer_traffic(**GPT3, t=8, sequence_parallel=True, regather_input=True)
+    assert real.backward == {"allgather": 4, "reducescatter": 2}
+    assert math.isclose(real.bytes_per_gpu / paper.bytes_per_gpu, 10 / 8)
+    assert math.isclose(r.comm.total, tp.layer_comm_seconds(**GPT3, t=8, sequence_parallel=True,
+                                                            regather_input=True).total)  # fmt: skip
+
+
+def test_a_single_gpu_communicates_nothing():
+    r = tp.layer_overlap(**GPT3, t=1, overlap="megatron")
+    assert r.comm.total == r.exposed.total == 0 and r.seconds == r.compute.total
+
+
+def test_overlap_figure_stacks_the_record_parts():
+    records = {o: tp.layer_overlap(**GPT3, t=8, overlap=o, sequence_parallel=True)
+               for o in tp.OVERLAPS}  # fmt: skip
+    fig = VT.overlap_figure(records)
+    compute, exposed, hidden = fig.data
+    assert list(compute.y) == list(tp.OVERLAPS) and fig.layout.barmode == "stack"
+    for k, o in enumerate(tp.OVERLAPS):
+        assert math.isclose(exposed.x[k], records[o].exposed.total * 1e3)
+        assert math.isclose(hidden.x[k], records[o].hidden * 1e3)
+        assert math.isclose(compute.x[k], records[o].compute.total * 1e3)
+    assert "(ms)" in fig.layout.xaxis.title.text
+    viz.figure_spec(fig)
+
+
+def test_the_domain_size_moves_the_cliff():
+    # In a 72-GPU NVLink domain (GB200 NVL72) t = 16 stays on NVLink.
+    nvl72 = H.system("GB200 NVL72").gpus_per_nvlink_domain
+    inside = tp.layer_comm_seconds(**GPT3, t=16, gpus_per_server=nvl72, intra="nvlink5-b200")
+    at8 = tp.layer_comm_seconds(**GPT3, t=8, gpus_per_server=nvl72, intra="nvlink5-b200")
+    assert nvl72 == 72 and inside.total / at8.total < 1.3  # the ring factor and latency
+    assert tp.layer_comm_seconds(**GPT3, t=16).total / tp.layer_comm_seconds(**GPT3, t=8).total > 9
+
+
+def test_the_package_exports_every_public_name_of_its_parts():
+    # scaleout.tensor_parallel was one module; every name stays importable from it.
+    import importlib
+
+    for part in ("layers", "traffic", "overlap", "stages"):
+        module = importlib.import_module(f"scaleout.tensor_parallel.{part}")
+        for name, obj in vars(module).items():
+            if name.startswith("_") or getattr(obj, "__module__", None) != module.__name__:
+                continue
+            if callable(obj):
+                assert name in tp.__all__ and getattr(tp, name) is obj, name
+    assert all(hasattr(tp, name) for name in tp.__all__)

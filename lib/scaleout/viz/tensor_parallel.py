@@ -3,9 +3,11 @@
 Every figure is drawn from :mod:`scaleout.tensor_parallel`: which GPU holds which block
 comes from :func:`~scaleout.tensor_parallel.matmul_shards`; what f and g do from
 ``OPERATORS``; times from :func:`~scaleout.tensor_parallel.layer_comm_seconds` and
-:func:`~scaleout.tensor_parallel.layer_compute_seconds`; the scatter-gather steps from
-:func:`~scaleout.tensor_parallel.stage_transfer_schedule`, replayed with
-:func:`scaleout.collectives.replay`.
+:func:`~scaleout.tensor_parallel.layer_compute_seconds`; the hidden and exposed
+communication from :func:`~scaleout.tensor_parallel.layer_overlap` records; the
+scatter-gather steps from :func:`~scaleout.tensor_parallel.stage_transfer_schedule`,
+replayed with :func:`scaleout.collectives.replay`. Arguments are checked with
+:mod:`scaleout.checks`.
 """
 
 from __future__ import annotations
@@ -13,6 +15,7 @@ from __future__ import annotations
 import numpy as np
 import plotly.graph_objects as go
 
+from .. import checks
 from .. import collectives as C
 from .. import tensor_parallel as tp
 from .animate import animation
@@ -25,6 +28,9 @@ _BOX = {"x": (0.0, 1.6), "y": (2.2, 3.8), "z": (4.4, 6.0)}  # horizontal extent 
 _DIMS = {"x": ("m", "k"), "y": ("k", "n"), "z": ("m", "n")}
 _ROW = 1.4  # vertical distance between GPU rows
 _TICKS_125 = [m * 10.0**e for e in range(-3, 4) for m in (1, 2, 5)]  # 1-2-5 log ticks
+SPLIT_TS = (1, 2, 4, 8)  # the t the split animation can draw (divisors of k = n = 8)
+MAX_FIGURE_T = 8  # GPU rows the block figure and the stage animation draw
+MAX_TS = 64  # points on the communication figure
 
 
 def _rect(x0, x1, y0, y1):
@@ -55,7 +61,9 @@ def _polys(blocks):
 
 def split_matmul_animation(mode: str, t: int) -> go.Figure:
     """Z = X Y on t GPUs, one row per GPU: what it holds, its local product, the combine
-    (all-gather of column blocks, or all-reduce of partial sums). 3 frames."""
+    (all-gather of column blocks, or all-reduce of partial sums). 3 frames; t in SPLIT_TS."""
+    mode = checks.choice("mode", mode, tp.MODES)
+    t = checks.choice("t", t, SPLIT_TS)
     shards = tp.matmul_shards(mode, _SIZES["m"], _SIZES["k"], _SIZES["n"], t)
     every = (slice(None), slice(None))
     outline = _polys((name, s.rank, every) for s in shards for name in _BOX)
@@ -199,12 +207,9 @@ _HEADERS = {
 def megatron_block_figure(block: str, direction: str, t: int = 2) -> go.Figure:
     """One block of a layer on t GPUs with Megatron's f and g: which of them all-reduces in
     this ``direction`` ("forward" or "backward"), from ``tensor_parallel.OPERATORS``."""
-    if block not in _STAGES:
-        raise ValueError(f"block must be one of {sorted(_STAGES)}, got {block!r}")
-    if direction not in ("forward", "backward"):
-        raise ValueError(f"direction must be 'forward' or 'backward', got {direction!r}")
-    if not 1 <= t <= 8:
-        raise ValueError(f"t must be in 1..8 for this figure, got {t!r}")
+    block = checks.choice("block", block, tuple(_STAGES))
+    direction = checks.choice("direction", direction, ("forward", "backward"))
+    t = checks.integer("t", t, 1, MAX_FIGURE_T)
     fig = new_figure(height=180 + 90 * t)
     columns = ["input", "f", *_HEADERS[block], "g", "output"]
     xs = list(range(len(columns)))
@@ -311,12 +316,19 @@ def comm_time_figure(
 ) -> go.Figure:
     """Communication time per layer (forward + backward, one micro-batch) against t for
     both topologies of :func:`~scaleout.tensor_parallel.collective_seconds`, with the
-    ideal compute time per GPU, and the server boundary marked."""
-    ts = [t for t in ts if h % t == 0 and (t <= gpus_per_server or t % gpus_per_server == 0)]
+    ideal compute time per GPU, and the server boundary marked. ``ts``: at most MAX_TS
+    sizes; those that do not divide h, or cross the boundary without filling whole servers,
+    are left out."""
+    h = checks.integer("h", h, 1, tp.MAX_HIDDEN)
+    g = checks.integer("gpus_per_server", gpus_per_server, 1, tp.MAX_T)
+    ts = checks.array("ts", ts, ndim=1, integer=True, low=1, high=tp.MAX_T, max_size=MAX_TS)
+    ts = sorted({int(t) for t in ts if h % t == 0 and (t <= g or t % g == 0)})
     if not ts:
-        raise ValueError(f"no t in ts divides h = {h}")
+        raise checks.fail("ts", f"sizes t of which at least one divides h = {h}", ts)
+    gpus_per_server = g
     links = dict(gpus_per_server=gpus_per_server, intra=intra, inter=inter)
     fig = new_figure(height=480)
+    labels = {"flat-ring": "flat ring, one NIC (teaching case)", "two-level": "two-level"}
     for topology, dash, color in (("flat-ring", "solid", 3), ("two-level", "dash", 0)):
         ms = [
             tp.layer_comm_seconds(b, s, h, t, dtype_bytes, topology=topology, **links).total * 1e3
@@ -326,7 +338,7 @@ def comm_time_figure(
             x=ts,
             y=ms,
             mode="lines+markers",
-            name=f"communication, {topology}",
+            name=f"communication, {labels[topology]}",
             line=dict(dash=dash, width=2.5, color=rank_color(color)),
             hovertemplate="t = %{x}: %{y:.3g} ms<extra>" + topology + "</extra>",
         )
@@ -354,7 +366,7 @@ def comm_time_figure(
         x=np.log10(boundary),
         y=1,
         yref="paper",
-        text=f"server boundary<br>({gpus_per_server} GPUs per server)",
+        text=f"edge of the NVLink domain<br>({gpus_per_server} GPUs: one server)",
         showarrow=False,
         xanchor="right",
         yanchor="top",
@@ -383,7 +395,9 @@ def stage_transfer_animation(
 ) -> go.Figure:
     """Two pipeline stages on two servers, t GPUs each, one row per GPU and one square per
     chunk of the stage output. A square is coloured by the rail (GPU) that carried it across
-    servers; outlined squares received data in this step."""
+    servers; outlined squares received data in this step. t <= MAX_FIGURE_T."""
+    t = checks.integer("t", t, 1, MAX_FIGURE_T)
+    scatter_gather = checks.boolean("scatter_gather", scatter_gather)
     steps = tp.stage_transfer_schedule(t, t, scatter_gather)
     start = np.zeros((2 * t, t))
     start[:t] = (2.0 ** np.arange(t))[:, None]  # server A: GPU i's copy of every chunk
@@ -513,4 +527,46 @@ def stage_transfer_animation(
         fig.add_annotation(
             x=x, y=-0.6, text=text, showarrow=False, yanchor="bottom", font=dict(size=12)
         )
+    return fig
+
+
+_OVERLAP_PARTS = (  # (label, colour index of viz.rank_color, LayerOverlap -> ms)
+    ("compute at peak (ideal)", 2, lambda r: r.compute.total * 1e3),
+    ("communication, exposed", 3, lambda r: r.exposed.total * 1e3),
+    ("communication, hidden behind a GEMM", 0, lambda r: r.hidden * 1e3),
+)
+
+
+def overlap_figure(records, title: str = "") -> go.Figure:
+    """Horizontal stacked bars, one per labelled :class:`~scaleout.tensor_parallel.LayerOverlap`
+    record (``{label: record}``, at most 12): ideal compute, exposed and hidden
+    communication of one layer, forward + backward, in ms. The bar's length to the end of
+    the exposed part is the layer's time."""
+    if not isinstance(records, dict) or not 1 <= len(records) <= 12:
+        raise checks.fail("records", "a dict of 1 to 12 {label: LayerOverlap}", records)
+    for label, record in records.items():
+        checks.text("records label", label)
+        checks.instance(f"records[{label!r}]", record, tp.LayerOverlap)
+    title = checks.text("title", title, 300) if title else ""
+    labels = list(records)
+    fig = new_figure(height=150 + 48 * len(labels))
+    for name, color, part in _OVERLAP_PARTS:
+        values = [part(records[k]) for k in labels]
+        fig.add_bar(
+            y=labels,
+            x=values,
+            orientation="h",
+            name=name,
+            marker_color=rank_color(color),
+            marker_pattern_shape="/" if "hidden" in name else "",
+            hovertemplate="%{y}: %{x:.3g} ms<extra>" + name + "</extra>",
+        )
+    fig.update_layout(
+        barmode="stack",
+        title_text=title or "One layer, forward + backward: compute and communication",
+        xaxis=dict(title_text="time per layer and micro-batch (ms)", rangemode="tozero"),
+        yaxis=dict(title_text="overlap schedule", autorange="reversed", title_standoff=12),
+        legend=dict(orientation="h", x=0.0, y=-0.25, yanchor="top", traceorder="normal"),
+        margin=dict(l=250, t=60, b=110),
+    )
     return fig
