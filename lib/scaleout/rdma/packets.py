@@ -26,7 +26,7 @@ from .. import checks
 from .qp import PATH_MTUS, PSN_MODULUS
 
 MAX_MESSAGE_BYTES = 2**31
-MAX_LISTED_PACKETS = 2**20  # Python objects: a 2 GiB write at 4096 B is 524,288
+MAX_LISTED_PACKETS = 2**16  # Python objects, one per packet: a 256 MiB write at 4096 B
 MAX_ARRIVALS = 2**20
 _HALF = PSN_MODULUS // 2
 OPCODES = ("RDMA WRITE First", "RDMA WRITE Middle", "RDMA WRITE Last",

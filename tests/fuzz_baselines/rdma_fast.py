@@ -1,5 +1,0 @@
-from fuzz import call
-
-from scaleout.rdma_sim import SimConfig
-
-BASELINES = {"simulate_fast": call(SimConfig(4096 * 20, loss=0.01, seed=1))}
