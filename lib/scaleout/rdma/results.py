@@ -119,7 +119,7 @@ class SimResult:
 
     @property
     def qp_state(self) -> str:
-        """The requester QP's state afterwards: RTS, or ERR after a failed write."""
+        """RTS after a successful write, ERR after a failed one (the requester QP's state)."""
         return "RTS" if self.ok else "ERR"
 
     @property
