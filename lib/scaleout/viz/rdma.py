@@ -1,7 +1,7 @@
 """Figures for the chapter "RDMA, RoCEv2 and lost packets" (chapters/12_rdma.ipynb).
 
 Everything drawn comes from :mod:`scaleout.rdma` (state machine, sweeps, closed forms) and
-from simulator timelines (:class:`scaleout.rdma_sim.Timeline`); this module only lays it out.
+from simulator timelines (:class:`scaleout.rdma.Timeline`); this module only lays it out.
 """
 
 from __future__ import annotations
@@ -10,10 +10,12 @@ import numpy as np
 import plotly.graph_objects as go
 from plotly.subplots import make_subplots
 
+from .. import checks
 from .. import rdma as R
 from ..hardware import link
-from ..rdma_sim import FB_ACK, FB_NACK, RX_DISCARDED, RX_DUPLICATE, SimResult
-from .animate import animation
+from ..rdma.config import FB_ACK, FB_NACK, RX_DISCARDED, RX_DUPLICATE
+from ..rdma.results import SimResult
+from .animate import MAX_FRAMES, animation
 from .theme import NEUTRAL, new_figure, rank_color, template
 
 STRATEGY_COLOR = {"go-back-n": rank_color(3), "selective-repeat": rank_color(0),
@@ -52,8 +54,7 @@ def _arrow(fig, x0, y0, x1, y1, color, label=None, dash=False):
 
 def data_path_figure(kind: str) -> go.Figure:
     """Two servers; the path of one GPU-to-GPU transfer: ``"gpudirect"`` or ``"staged"``."""
-    if kind not in ("gpudirect", "staged"):
-        raise ValueError(f"kind must be 'gpudirect' or 'staged', got {kind!r}")
+    kind = checks.choice("kind", kind, ("gpudirect", "staged"))
     pcie, nic = link("pcie5-x16"), link("nic-400g")
     fig = new_figure(height=400, margin=dict(l=10, r=10, t=50, b=10), showlegend=False)
     fig.update_xaxes(visible=False, range=[0, 10.2])
@@ -98,71 +99,79 @@ def data_path_figure(kind: str) -> go.Figure:
     return fig
 
 
+_QP_POS = {"RESET": (0.0, 1.0), "INIT": (1.0, 1.0), "RTR": (2.0, 1.0), "RTS": (3.0, 1.0),
+           "SQD": (4.2, 1.55), "SQE": (4.2, 0.3), "ERR": (2.0, -0.25)}  # fmt: skip
+_QP_NOTES = {
+    "RESET": "created", "INIT": "port, P_Key,<br>access rights",
+    "RTR": "knows its peer:<br>ready to receive", "RTS": "ready to send",
+    "SQD": "send queue drained<br>(to change a path)",
+    "SQE": "send queue error:<br>UD/UC only",
+    "ERR": "error: work requests<br>flushed",
+}  # fmt: skip
+
+
+def _qp_arrow(fig, fr, to, color, width, bend=0.0):
+    """An arrow between two state circles, ``bend`` to the side (two arrows of a pair)."""
+    (x0, y0), (x1, y1) = _QP_POS[fr], _QP_POS[to]
+    dx, dy = x1 - x0, y1 - y0
+    length = (dx * dx + dy * dy) ** 0.5
+    ux, uy = dx / length, dy / length
+    ox, oy = -uy * bend, ux * bend
+    fig.add_annotation(x=x1 - 0.26 * ux + ox, y=y1 - 0.26 * uy + oy, ax=x0 + 0.26 * ux + ox,
+                       ay=y0 + 0.26 * uy + oy, xref="x", yref="y", axref="x", ayref="y",
+                       showarrow=True, arrowhead=3, arrowwidth=width, arrowcolor=color, text="",
+                       name=f"{fr}->{to}")  # fmt: skip
+
+
 def qp_state_figure(qp: R.QueuePair | None = None) -> go.Figure:
-    """The RC queue-pair states; arrows carry the attributes a transition requires. The
-    transitions ``qp`` took are drawn thick."""
-    pos = {"RESET": (0, 1), "INIT": (1, 1), "RTR": (2, 1), "RTS": (3, 1), "ERR": (1.5, 0)}
-    taken = {(fr, to) for fr, to, _ in (qp.history if qp else [])}
-    fig = new_figure(height=400, margin=dict(l=10, r=10, t=50, b=10), showlegend=False)
-    fig.update_xaxes(visible=False, range=[-0.5, 3.6])
-    fig.update_yaxes(visible=False, range=[-0.35, 1.72])
+    """Every RC queue-pair state of the kernel's table (``TRANSITIONS``):
+    blue arrows carry the attributes a transition requires, grey ones need none; the red
+    arrow is the NIC's own move to ERR when a work request fails. The transitions ``qp``
+    took are drawn thick. There is no RESET -> ERR, and no transition into SQE."""
+    if qp is not None:
+        checks.instance("qp", qp, R.QueuePair)
+    history = qp.history if qp else []
+    taken = {(fr, to) for fr, to, what in history if isinstance(what, tuple)}  # by modify
+    by_nic = any(isinstance(what, str) for _, _, what in history)
+    fig = new_figure(height=500, margin=dict(l=10, r=10, t=50, b=10), showlegend=False)
+    fig.update_xaxes(visible=False, range=[-0.5, 4.75])
+    fig.update_yaxes(visible=False, range=[-1.0, 2.15])
+    blue, grey, red = rank_color(0), "#888888", rank_color(3)
     for (fr, to), (req, _) in R.TRANSITIONS.items():
-        if fr == to or to == "RESET" or to == "ERR":
+        if fr == to or to == "RESET":
             continue
-        (x0, y0), (x1, y1) = pos[fr], pos[to]
-        width = 5 if (fr, to) in taken else 2
-        fig.add_annotation(x=x1 - 0.22, y=y1, ax=x0 + 0.22, ay=y0, xref="x", yref="y",
-                           axref="x", ayref="y", showarrow=True, arrowhead=3,
-                           arrowwidth=width, arrowcolor=rank_color(0), text="")  # fmt: skip
-        fig.add_annotation(
-            x=(x0 + x1) / 2,
-            y=y0 + 0.12,
-            yanchor="bottom",
-            showarrow=False,
-            text="<br>".join(req),
-            font=dict(size=10, color=rank_color(0)),
-        )
-    for name in ("INIT", "RTR", "RTS"):
-        x, y = pos[name]
-        fig.add_annotation(x=1.5, y=0.1, ax=x, ay=y - 0.12, xref="x", yref="y", axref="x",
-                           ayref="y", showarrow=True, arrowhead=2, arrowwidth=1,
-                           arrowcolor=NEUTRAL, text="")  # fmt: skip
-    fig.add_annotation(
-        x=2.4,
-        y=0.0,
-        text="any state -> ERR (and any -> RESET):<br>no attributes",
-        showarrow=False,
-        font=dict(size=10, color="#666666"),
-        xanchor="left",
-    )
-    notes = {
-        "RESET": "created",
-        "INIT": "port, P_Key,<br>access rights",
-        "RTR": "knows its peer:<br>ready to receive",
-        "RTS": "ready to send",
-    }
-    for name, text in notes.items():
-        fig.add_annotation(
-            x=pos[name][0],
-            y=pos[name][1] - 0.2,
-            text=text,
-            showarrow=False,
-            yanchor="top",
-            font=dict(size=10, color="#444444"),
-        )
-    fig.add_annotation(x=-0.45, y=-0.28, xanchor="left", showarrow=False, font=dict(size=10),
-                       text="INIT → RTR: AV (the peer's GID), DEST_QPN and RQ_PSN are the "
-                            "peer's, exchanged out of band")  # fmt: skip
+        forward = to not in ("ERR",)
+        color = blue if forward else grey
+        width = 5 if (fr, to) in taken else (2 if forward else 1)
+        bend = 0.07 if {fr, to} == {"RTS", "SQD"} else 0.0
+        _qp_arrow(fig, fr, to, color, width, bend=bend)
+        if req:
+            (x0, y0), (x1, _) = _QP_POS[fr], _QP_POS[to]
+            fig.add_annotation(x=(x0 + x1) / 2, y=y0 + 0.12, yanchor="bottom", showarrow=False,
+                               text="<br>".join(req), font=dict(size=10, color=blue))  # fmt: skip
+    _qp_arrow(fig, "RTS", "ERR", red, 5 if by_nic else 2, bend=-0.12)
+    fig.add_annotation(x=2.75, y=0.28, text="NIC: retries exhausted<br>IBV_WC_RETRY_EXC_ERR",
+                       showarrow=False, font=dict(size=10, color=red), xanchor="left")  # fmt: skip
+    for name, text in _QP_NOTES.items():
+        x, y = _QP_POS[name]
+        above = name == "SQD"
+        fig.add_annotation(x=x, y=y + 0.2 if above else y - 0.2, text=text, showarrow=False,
+                           yanchor="bottom" if above else "top",
+                           font=dict(size=10, color="#444444"))  # fmt: skip
+    fig.add_annotation(x=-0.45, y=-0.72, xanchor="left", yanchor="top", showarrow=False,
+                       align="left", font=dict(size=10),
+                       text="Every state → RESET (not drawn); every state except RESET → ERR "
+                            "(grey): there is no RESET → ERR, and no transition into SQE.<br>"
+                            "INIT → RTR: AV (the peer's GID), DEST_QPN and RQ_PSN are the "
+                            "peer's, exchanged out of band.")  # fmt: skip
     current = qp.state if qp else None
     fig.add_trace(go.Scatter(
-        x=[p[0] for p in pos.values()], y=[p[1] for p in pos.values()], mode="markers+text",
-        text=list(pos), textfont=dict(color="white", size=13),
-        marker=dict(size=62, symbol="circle",
-                    color=[rank_color(3) if s == current else "#333333" for s in pos]),
-        hovertext=[f"{s}: " + {"RESET": "created, nothing set", "INIT": "port, P_Key, access",
-                               "RTR": "ready to receive: knows its peer",
-                               "RTS": "ready to send", "ERR": "error: work requests flushed"}[s]
-                   for s in pos], hoverinfo="text"))  # fmt: skip
+        x=[p[0] for p in _QP_POS.values()], y=[p[1] for p in _QP_POS.values()],
+        mode="markers+text", text=list(_QP_POS), textfont=dict(color="white", size=13),
+        marker=dict(size=58, symbol="circle",
+                    color=[red if s == current else "#333333" for s in _QP_POS]),
+        hovertext=[f"{s}: {_QP_NOTES[s].replace('<br>', ' ')}" for s in _QP_POS],
+        hoverinfo="text"))  # fmt: skip
     extra = f" (this QP: {current})" if qp else ""
     fig.update_layout(title_text="RC queue-pair states" + extra)
     return fig
@@ -211,6 +220,7 @@ def _lines(x0, y0, x1, y1):
 
 
 MEMORY_SCALE = [[0.0, "#EEEEEE"], [0.5, rank_color(2)], [1.0, rank_color(0)]]
+MAX_ANIMATED_PACKETS = 200
 
 
 def transfer_animation(results: dict, label: str, frames: int = 36) -> go.Figure:
@@ -220,6 +230,16 @@ def transfer_animation(results: dict, label: str, frames: int = 36) -> go.Figure
     The diagrams are drawn once; each frame moves a white curtain (a layout shape) down to
     its time and recolours the memory strips, so the page stays small.
     """
+    if not isinstance(results, dict) or not 1 <= len(results) <= len(R.STRATEGIES):
+        raise checks.fail("results", "a dict of strategy -> SimResult (1 to 3 entries)", results)
+    for key, res in results.items():
+        checks.choice("results", key, R.STRATEGIES)
+        _check_timeline(f"results[{key!r}]", res)
+        if res.packets > MAX_ANIMATED_PACKETS:
+            raise checks.fail("results", f"writes of at most {MAX_ANIMATED_PACKETS} packets "
+                              "(one marker per PSN)", res.packets)  # fmt: skip
+    label = checks.text("label", label)
+    frames = checks.integer("frames", frames, 2, MAX_FRAMES)
     strategies = list(results)
     k = len(strategies)
     t_end = max(r.completion_s for r in results.values()) * 1.02
@@ -355,6 +375,24 @@ def transfer_animation(results: dict, label: str, frames: int = 36) -> go.Figure
 def goodput_vs_loss_figure(sweeps: dict, closed_form: dict | None = None) -> go.Figure:
     """Goodput (top) and retransmissions per packet (bottom) against loss rate, one column
     per scenario in ``sweeps`` (title -> Sweep over ``loss``)."""
+    if not isinstance(sweeps, dict) or not 1 <= len(sweeps) <= 4:
+        raise checks.fail("sweeps", "a dict of 1 to 4 titles -> Sweep over 'loss'", sweeps)
+    for title, sw in sweeps.items():
+        checks.text("sweeps", title)
+        if not isinstance(sw, R.Sweep) or sw.name != "loss":
+            raise checks.fail(f"sweeps[{title!r}]", "a Sweep over 'loss'", sw)
+    if closed_form is not None:
+        if not isinstance(closed_form, dict):
+            raise checks.fail("closed_form", "None or a dict of title -> (loss, goodput)",
+                              closed_form)  # fmt: skip
+        for title, pair in closed_form.items():
+            checks.choice("closed_form", title, tuple(sweeps))
+            if not isinstance(pair, tuple | list) or len(pair) != 2:
+                raise checks.fail(f"closed_form[{title!r}]", "a pair (loss, goodput)", pair)
+            x = checks.array("closed_form loss", pair[0], ndim=1, low=0.0, high=1.0)
+            y = checks.array("closed_form goodput", pair[1], ndim=1, low=0.0, high=1.0)
+            if len(x) != len(y):
+                raise checks.fail("closed_form", "pairs of arrays of equal length", pair)
     titles = list(sweeps)
     fig = make_subplots(rows=2, cols=len(titles), shared_xaxes=True, vertical_spacing=0.08,
                         horizontal_spacing=0.08, subplot_titles=titles)  # fmt: skip
@@ -406,6 +444,11 @@ def goodput_vs_loss_figure(sweeps: dict, closed_form: dict | None = None) -> go.
 def reorder_figure(by_prob: R.Sweep, by_delay: R.Sweep, reorder_window_s: float) -> go.Figure:
     """No loss, only reordering: goodput and needless retransmissions against the reordering
     probability (left) and the extra delay of a late packet (right)."""
+    for name, sw, swept in (("by_prob", by_prob, "reorder"), ("by_delay", by_delay,
+                                                            "reorder_delay_s")):  # fmt: skip
+        if not isinstance(sw, R.Sweep) or sw.name != swept:
+            raise checks.fail(name, f"a Sweep over {swept!r}", sw)
+    reorder_window_s = checks.real("reorder_window_s", reorder_window_s, 0.0, 1.0)
     fig = make_subplots(rows=2, cols=2, shared_xaxes="columns", vertical_spacing=0.08,
                         horizontal_spacing=0.1,
                         subplot_titles=("against reordering probability",
@@ -468,28 +511,73 @@ def reorder_figure(by_prob: R.Sweep, by_delay: R.Sweep, reorder_window_s: float)
     return fig
 
 
-def time_sequence_figure(res: SimResult) -> go.Figure:
-    """PSN of every transmission against its send time (a time-sequence graph)."""
+def _check_timeline(name: str, res) -> SimResult:
+    checks.instance(name, res, SimResult)
+    if res.timeline is None:
+        raise checks.fail(name, "a SimResult simulated with timeline=True", res)
+    return res
+
+
+def _size_text(nbytes: int) -> str:
+    for unit, size in (("GiB", 2**30), ("MiB", 2**20), ("KiB", 2**10)):
+        if nbytes >= size:
+            return f"{nbytes / size:.3g} {unit}"
+    return f"{nbytes} B"
+
+
+def time_sequence_figure(res: SimResult, max_markers: int = 300) -> go.Figure:
+    """PSN of every transmission against its send time (a time-sequence graph).
+
+    Back-to-back runs (consecutive PSNs one serialisation time apart) are drawn as one line
+    segment each, so the figure stays small however long the transfer: a healthy transfer
+    is one straight line, go-back-N draws saw teeth, timeouts are gaps. Lost packets are
+    crosses (at most ``max_markers`` of them, evenly thinned beyond). The title states the
+    configuration and the outcome.
+    """
+    res = _check_timeline("res", res)
+    max_markers = checks.integer("max_markers", max_markers, 1, 100_000)
     tl, cfg = res.timeline, res.config
-    fig = new_figure(height=440, legend=dict(x=0.99, y=0.02, xanchor="right", yanchor="bottom"),
+    fig = new_figure(height=470, legend=dict(x=0.99, y=0.02, xanchor="right", yanchor="bottom"),
                      xaxis=dict(title_text="send time (µs)"),
                      yaxis=dict(title_text="packet sequence number (PSN)"))  # fmt: skip
-    wasted = np.isin(tl.rx, (RX_DISCARDED, RX_DUPLICATE))
-    groups = {
-        "first transmission, kept": (~tl.retransmission & ~tl.lost & ~wasted, rank_color(0),
-                                     "circle"),
-        "retransmission, kept": (tl.retransmission & ~tl.lost & ~wasted, rank_color(3), "circle"),
-        "discarded by the receiver": (~tl.lost & wasted, "#999999", "circle"),
-        "lost in the network": (tl.lost, "#222222", "x"),
-    }  # fmt: skip
-    for name, (mask, color, symbol) in groups.items():
-        idx = np.flatnonzero(mask)
-        fig.add_trace(go.Scatter(x=np.round(tl.send_s[idx] * US, 4), y=tl.psn[idx],
-                                 mode="markers", name=f"{name} ({len(idx)})",
-                                 marker=dict(size=4 if cfg.n_packets > 400 else 6,
-                                             color=color, symbol=symbol)))  # fmt: skip
-    fig.update_layout(margin=dict(t=70), title_text=(
-        f"{STRATEGY_NAME[cfg.strategy]}: {res.goodput_gbps:.0f} of {cfg.bandwidth_gbps:g} Gb/s "
-        f"({100 * res.goodput_fraction:.0f}%)<br>{res.sent} packets sent for {res.packets}, "
-        f"{res.timeouts} timeouts"))  # fmt: skip
+    send_ps = np.rint(tl.send_s * 1e12).astype(np.int64)
+    wasted = np.isin(tl.rx, (RX_DISCARDED, RX_DUPLICATE)) & ~tl.lost
+    cat = np.where(tl.lost, 3, np.where(wasted, 2, np.where(tl.retransmission, 1, 0)))
+    start = np.ones(len(cat), bool)
+    start[1:] = (np.diff(tl.psn) != 1) | (np.diff(send_ps) != cfg.tx_ps) | (cat[1:] != cat[:-1])
+    first = np.flatnonzero(start)
+    last = np.append(first[1:] - 1, len(cat) - 1)
+    groups = (("first transmission, kept", rank_color(0)), ("retransmission, kept", rank_color(3)),
+              ("discarded by the receiver", "#999999"))  # fmt: skip
+    for c, (name, color) in enumerate(groups):
+        sel = cat[first] == c
+        a, b = first[sel], last[sel]
+        x = np.column_stack([send_ps[a], send_ps[b], np.zeros(len(a))]).astype(float) * 1e-6
+        y = np.column_stack([tl.psn[a], tl.psn[b], np.zeros(len(a))]).astype(float)
+        x[:, 2], y[:, 2] = np.nan, np.nan
+        count = int(np.sum(b - a + 1))
+        fig.add_trace(go.Scatter(x=np.round(x.ravel(), 3), y=y.ravel(), mode="lines+markers",
+                                 name=f"{name} ({count})", line=dict(color=color, width=2),
+                                 marker=dict(size=4, color=color)))  # fmt: skip
+    lost = np.flatnonzero(tl.lost)
+    shown = lost[:: -(-len(lost) // max_markers)] if len(lost) else lost
+    thinned = f", 1 in {-(-len(lost) // max_markers)} shown" if len(shown) < len(lost) else ""
+    fig.add_trace(go.Scatter(x=np.round(send_ps[shown] * 1e-6, 3), y=tl.psn[shown],
+                             mode="markers", name=f"lost in the network ({len(lost)}{thinned})",
+                             marker=dict(size=7, color="#222222", symbol="x")))  # fmt: skip
+    setup = (
+        f"{cfg.bandwidth_gbps:g} Gb/s, RTT {cfg.rtt_s * US:g} µs, MTU {cfg.mtu_bytes} B, "
+        f"{_size_text(cfg.message_bytes)}, loss {cfg.loss:g}, late {cfg.reorder:g}"
+    )
+    if res.ok:
+        outcome = (
+            f"{res.goodput_gbps:.0f} Gb/s ({100 * res.goodput_fraction:.0f}%), "
+            f"{res.sent} sent for {res.packets}, {res.timeouts} timeouts"
+        )
+    else:
+        outcome = (
+            f"failed: {res.status} after {res.timeouts} timeouts, {res.sent} sent for {res.packets}"
+        )
+    fig.update_layout(margin=dict(t=80, b=60), title_text=(
+        f"{STRATEGY_NAME[cfg.strategy]}: {outcome}<br><sup>{setup}</sup>"))  # fmt: skip
     return fig

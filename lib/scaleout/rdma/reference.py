@@ -1,8 +1,8 @@
-"""The model of :mod:`scaleout.rdma_sim` as a plain event loop, one packet at a time.
+"""The model of :mod:`scaleout.rdma.config` as a plain event loop, one packet at a time.
 
 This is the definition of what the simulator does (chapter 12): slow, but every rule is one
-line. :mod:`scaleout.rdma_fast` must, and is tested to, produce exactly the same
-transmissions, arrivals, feedback and times.
+line. The batched engine :mod:`scaleout.rdma.engine` must, and is tested to, produce exactly
+the same transmissions, arrivals, feedback and times.
 """
 
 from __future__ import annotations
@@ -11,21 +11,25 @@ import heapq
 
 import numpy as np
 
-from .rdma_sim import (
+from .. import checks
+from .channel import Fates
+from .config import (
     FB_ACK,
     FB_NACK,
     FB_NONE,
-    PS,
+    MAX_TIME_PS,
+    MAX_TRANSMISSIONS,
+    RETRY_EXCEEDED,
     RX_DISCARDED,
     RX_DUPLICATE,
     RX_IN_ORDER,
     RX_PLACED,
-    Fates,
+    SUCCESS,
     SimConfig,
-    SimResult,
-    _Recorder,
-    _result,
+    _too_late,
+    _too_many_transmissions,
 )
+from .results import SimResult, _Recorder, _result
 
 
 def simulate_reference(config: SimConfig, timeline: bool = False) -> SimResult:
@@ -34,7 +38,8 @@ def simulate_reference(config: SimConfig, timeline: bool = False) -> SimResult:
     Events at the same time run in this order: arrivals at the receiver, feedback at the
     sender, the retransmission timeout, OOO loss timers, then the sender's next send.
     """
-    cfg = config
+    cfg = checks.instance("config", config, SimConfig)
+    timeline = checks.boolean("timeline", timeline)
     n, W, rtt = cfg.n_packets, cfg.window, cfg.rtt_ps
     fwd = rtt // 2
     back = rtt - fwd
@@ -58,7 +63,8 @@ def simulate_reference(config: SimConfig, timeline: bool = False) -> SimResult:
     t_adv = 0
     fired_key = None
     send_scheduled = [False]
-    done_t = None
+    done_t, status = None, SUCCESS
+    retries = 0  # the transport retry counter: retries since the cumulative ACK advanced
     counts = {"retx": 0, "timeouts": 0}
     ev_ptr = 0  # candidates (lost/delayed transmissions) below maxk already judged
     # receiver state
@@ -81,6 +87,16 @@ def simulate_reference(config: SimConfig, timeline: bool = False) -> SimResult:
             send_scheduled[0] = True
             push(max(t, wire_free), 4, "send")
 
+    def retry(t):
+        """One more retry (a timeout or a go-back-N rewind); False if the counter ran out."""
+        nonlocal retries, done_t, status
+        retries += 1
+        if retries <= cfg.retry_cnt:
+            return True
+        done_t, status = t, RETRY_EXCEEDED
+        rec.events.append((t, "retry-exceeded", una))
+        return False
+
     def judge(j, t):
         """Transmission j is a candidate: a later-sent packet has been acknowledged."""
         h = psn_of[j]
@@ -100,6 +116,10 @@ def simulate_reference(config: SimConfig, timeline: bool = False) -> SimResult:
     def transmit(psn, t):
         nonlocal k_next, hi
         k = k_next
+        if k + 1 > MAX_TRANSMISSIONS:
+            raise _too_many_transmissions(cfg)
+        if t > MAX_TIME_PS:
+            raise _too_late(cfg)
         k_next += 1
         fates.ensure(k + 1)
         rec.ensure(k + 1)
@@ -113,7 +133,7 @@ def simulate_reference(config: SimConfig, timeline: bool = False) -> SimResult:
             c = rec.cols
             c["psn"][k], c["send"][k], c["retx"][k] = psn, t, int(retx)
         if not fates.lost[k]:
-            arrive = end + fwd + (round(cfg.reorder_delay_s / PS) if fates.delayed[k] else 0)
+            arrive = end + fwd + (cfg.delay_ps if fates.delayed[k] else 0)
             push(arrive, 0, "arrive", k, psn)
         return end
 
@@ -155,9 +175,9 @@ def simulate_reference(config: SimConfig, timeline: bool = False) -> SimResult:
             delivered_t = t
 
     def feedback(t, k, q, cum, is_nak):
-        nonlocal una, nxt, t_adv, maxk, ev_ptr, done_t
+        nonlocal una, nxt, t_adv, maxk, ev_ptr, done_t, retries
         if cum > una:
-            una, t_adv = cum, t
+            una, t_adv, retries = cum, t, 0
             if gbn:
                 nxt = max(nxt, una)
         if una >= n:
@@ -165,6 +185,8 @@ def simulate_reference(config: SimConfig, timeline: bool = False) -> SimResult:
             return
         if gbn:
             if is_nak and last_tx[cum] < k:
+                if not retry(t):
+                    return
                 nxt = cum
                 rec.events.append((t, "rewind", cum))
         else:
@@ -192,6 +214,8 @@ def simulate_reference(config: SimConfig, timeline: bool = False) -> SimResult:
                 fired_key = payload[1]
                 counts["timeouts"] += 1
                 rec.events.append((t, "timeout", una))
+                if not retry(t):
+                    break
                 if gbn:
                     nxt = una
                 elif not sacked[una] and not queued[una]:
@@ -221,4 +245,4 @@ def simulate_reference(config: SimConfig, timeline: bool = False) -> SimResult:
             wake(wire_free)
     if done_t is None:
         raise RuntimeError("simulation ended before the write completed (model error)")
-    return _result(cfg, done_t, delivered_t, k_next, counts, fates, rec)
+    return _result(cfg, done_t, delivered_t, k_next, counts, fates, rec, status)

@@ -1,0 +1,6 @@
+from fuzz import call
+
+from scaleout.rdma import SimConfig
+
+BASELINES = {"simulate_fast": call(SimConfig(4096 * 20, loss=0.01, seed=1), False)}
+NONFINITE_OK = {"simulate_fast": "timeline=True: NaN marks times that do not exist"}

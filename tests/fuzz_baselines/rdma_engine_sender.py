@@ -1,0 +1,1 @@
+SKIP = {"Sender": "a step of the batched engine, built and fed only by simulate_fast (fuzzed)"}
