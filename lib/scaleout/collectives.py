@@ -33,7 +33,7 @@ from . import checks
 MAX_RANKS = 65_536
 #: Most transfers one schedule may hold (about 300 MB of :class:`Transfer` records).
 MAX_TRANSFERS = 2**21
-#: Most ranks of a ring schedule: the ring all-reduce's 2p(p-1) transfers fit MAX_TRANSFERS.
+#: Most ranks of a ring schedule (the ring all-reduce's 2p(p-1) transfers fit MAX_TRANSFERS).
 MAX_RING_RANKS = 1024
 #: Largest element count or offset (exact in float64 as well as int64).
 MAX_COUNT = 2**53

@@ -27,7 +27,7 @@ import numpy as np
 from . import checks
 
 COLLECTIVES = ("allreduce", "reducescatter", "allgather", "broadcast", "reduce", "alltoall")
-#: Most ranks a cost formula takes: more than any machine built, and p stays exact.
+#: Most ranks a cost formula takes (more than any machine built; p stays exact).
 MAX_RANKS = 2**24
 _BUSBW = {
     "allreduce": lambda p: 2 * (p - 1) / p,

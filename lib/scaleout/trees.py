@@ -48,7 +48,7 @@ NCCL_SOURCE = (
 )
 TREES_FROM = (2, 4, 0)  # NCCL release that introduced the double binary tree
 RULE_CHANGED = (2, 8, 3)  # release from which odd n shift and even n mirror (before: the reverse)
-#: Most ranks (NCCL: nodes) a tree may span; building and checking 2**20 takes about a second.
+#: Most ranks (in NCCL, nodes) a tree may span; building and checking 2**20 takes seconds.
 MAX_RANKS = 2**20
 #: Most messages of one pipelined schedule (the transfers of its steps fit a collectives Step).
 MAX_MESSAGES = C.MAX_TRANSFERS
@@ -397,14 +397,17 @@ def check_double_tree(n: int, nccl_version=RULE_CHANGED) -> DoubleTreeReport:
         notes.append(note + ".")
     if n > 1 and interior_in_both.size:
         total = first.nchildren + second.nchildren
-        note = f"ranks {interior_in_both.tolist()} are interior in both trees"
+        one = interior_in_both.size == 1
+        who = f"rank {interior_in_both[0]} is" if one else f"ranks {interior_in_both.tolist()} are"
+        note = f"{who} interior in both trees"
         if n % 2:
             note += (
                 f": with an odd number of ranks each tree has {n // 2} leaves, "
                 f"{2 * (n // 2)} leaf places for {n} ranks, so at least one is interior twice"
             )
         most = int(total[interior_in_both].max())
-        notes.append(note + f"; they have at most {most} children over both trees.")
+        has = f"it has {most}" if one else f"they have at most {most}"
+        notes.append(note + f"; {has} children over both trees.")
     return DoubleTreeReport(
         n,
         (check_tree(first), check_tree(second)),
