@@ -23,15 +23,9 @@ import time
 import torch
 import torch.distributed as dist
 
+from scaleout.costmodel import busbw_factor
 from scaleout.demos.collectives import ring_allreduce_p2p
 from scaleout.dist import run
-
-try:
-    from scaleout.costmodel import busbw_factor
-except ImportError:  # the cost model is optional here
-
-    def busbw_factor(collective: str, nranks: int) -> float:
-        return 2 * (nranks - 1) / nranks
 
 
 def _timed_s(op) -> float:

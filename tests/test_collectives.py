@@ -278,21 +278,22 @@ def test_alltoall_twice_is_identity(x):
 # ------------------------------------------------------------------------ bad inputs
 
 BAD_BUFFERS = [
-    (np.zeros((0, 3)), "p >= 1"),
-    (np.zeros((3, 0)), "n >= 1"),
-    (np.zeros(3), r"got shape \(3,\)"),
-    (np.zeros((2, 2, 2)), "2-D"),
-    ([[1, 2], [3]], "ragged"),
-    ([["a", "b"]], "numeric"),
-    ([[1.0, np.nan]], "finite"),
-    ([[np.inf, 1.0]], "finite"),
+    (np.zeros((0, 3)), "non-empty 2-D real array"),
+    (np.zeros((3, 0)), "non-empty 2-D real array"),
+    (np.zeros(3), r"2-D real array, got an array of shape \(3,\)"),
+    (np.zeros((2, 2, 2)), "2-D real array, got an array of shape"),
+    ([[1, 2], [3]], "2-D real array"),
+    ([["a", "b"]], "2-D real array"),
+    ([[True, False]], "2-D real array"),
+    ([[1.0, np.nan]], "finite real values"),
+    ([[np.inf, 1.0]], "finite real values"),
 ]
 
 
 @pytest.mark.parametrize("bad, message", BAD_BUFFERS)
 @pytest.mark.parametrize("func", ALLREDUCES + [C.ring_reduce_scatter, C.ring_allgather])
 def test_bad_buffers_raise(func, bad, message):
-    with pytest.raises(ValueError, match=message):
+    with pytest.raises(ValueError, match="buffers must be .*" + message):
         func(bad)
 
 
@@ -300,40 +301,117 @@ def test_bad_buffers_raise(func, bad, message):
 def test_bad_root_raises(root):
     x = np.ones((3, 2))
     for func in (C.binomial_broadcast, C.binomial_reduce):
-        with pytest.raises(ValueError, match=r"root must be an integer rank in \[0, 3\)"):
+        with pytest.raises(ValueError, match=r"root must be an integer in \[0, 2\]"):
             func(x, root=root)
-    with pytest.raises(ValueError, match="root"):
+    with pytest.raises(ValueError, match=r"root must be an integer in \[0, 2\]"):
         C.reference("scatter", x, root=root)
-    with pytest.raises(ValueError, match="server"):
+    with pytest.raises(ValueError, match=r"server must be an integer in \[0, 2\]"):
         C.parameter_server_allreduce(x, server=root)
 
 
 @pytest.mark.parametrize("schedule", SCHEDULES, ids=lambda f: f.__name__)
-@pytest.mark.parametrize("p, n, name", [(0, 4, "p"), (-2, 4, "p"), (2, 0, "n"), (2.0, 4, "p")])
+@pytest.mark.parametrize("p, n, name", [(0, 4, "p"), (-2, 4, "p"), (2, 0, "n"), (2.0, 4, "p"),
+                                        ("4", 4, "p"), (2, True, "n")])  # fmt: skip
 def test_bad_schedule_sizes_raise(schedule, p, n, name):
-    with pytest.raises(ValueError, match=f"{name} must be an integer >= 1"):
+    with pytest.raises(ValueError, match=rf"{name} must be an integer in \[1, "):
         schedule(p, n)
 
 
 def test_other_bad_arguments_raise():
     with pytest.raises(ValueError, match=r"collective must be one of .*allreduce"):
         C.reference("all_reduce", np.ones((2, 2)))
-    with pytest.raises(ValueError, match="n must be an integer >= 0"):
+    with pytest.raises(ValueError, match=r"collective must be one of .*allreduce"):
+        C.reference(["allreduce"], np.ones((2, 2)))  # unhashable: a ValueError, no TypeError
+    with pytest.raises(ValueError, match=r"n must be an integer in \[0, "):
         C.chunk_bounds(-1, 2)
-    with pytest.raises(ValueError, match="p must be an integer >= 1"):
+    with pytest.raises(ValueError, match=r"p must be an integer in \[1, "):
         C.chunk_bounds(4, 0)
-    with pytest.raises(ValueError, match="itemsize"):
+    with pytest.raises(ValueError, match=r"itemsize must be an integer in \[1, "):
         C.bytes_sent_per_rank([], 2, itemsize=0)
-    with pytest.raises(ValueError, match="src must lie"):
+    with pytest.raises(ValueError, match=r"steps must be transfers from ranks in \[0, 3\)"):
         C.bytes_sent_per_rank(C.ring_allreduce_schedule(4, 4), 3)
+    with pytest.raises(ValueError, match="dst must be a rank other than src = 0"):
+        C.Transfer(0, 0, -1, 0, 1, True)
+    with pytest.raises(ValueError, match="reduce must be True or False"):
+        C.Transfer(0, 1, -1, 0, 1, 1)
+    with pytest.raises(ValueError, match="transfers must be a tuple of Transfer records"):
+        C.Step("bad", ("not a transfer",))
+    with pytest.raises(ValueError, match="phase must be a non-empty string"):
+        C.Step("", ())
     x = np.ones((2, 3))
     bad_steps = {
-        "differ": C.Transfer(0, 0, -1, 0, 1, True),
-        r"\[0, 2\)": C.Transfer(0, 2, -1, 0, 1, True),
-        "offset": C.Transfer(0, 1, -1, 2, 2, True),
+        r"steps\[0\] must be transfers between ranks in \[0, 2\)": C.Transfer(0, 2, -1, 0, 1, True),
+        r"steps\[0\] must be transfers with offset \+ count in \[0, 3\]": C.Transfer(
+            0, 1, -1, 2, 2, True
+        ),
     }
     for message, t in bad_steps.items():
         with pytest.raises(ValueError, match=message):
             C.replay(x, [C.Step("bad", (t,))])
     with pytest.raises(ValueError, match=r"steps\[0\] must be a Step"):
         C.replay(x, ["not a step"])
+    with pytest.raises(ValueError, match="steps must be a list of Step records"):
+        C.replay(x, C.Step("s", ()))
+    with pytest.raises(ValueError, match="trajectory must be True or False"):
+        C.replay(x, [], trajectory=1)
+    with pytest.raises(ValueError, match="buffers must be"):
+        C.CollectiveRun(np.array([[np.nan]]), [])
+
+
+# ------------------------------------------------ regressions: limits and overflow (#21)
+
+
+def test_schedule_sizes_are_bounded():
+    # 10**5 ranks used to build O(p^2) Transfer objects until memory ran out.
+    for schedule in (C.ring_allreduce_schedule, C.ring_reduce_scatter_schedule,
+                     C.ring_allgather_schedule):  # fmt: skip
+        with pytest.raises(ValueError, match=r"p must be an integer in \[1, 1024\] for a ring"):
+            schedule(10**5, 1)
+        with pytest.raises(ValueError, match=r"p must be an integer in \[1, 1024\] for a ring"):
+            schedule(C.MAX_RING_RANKS + 1, 1)
+    for schedule in SCHEDULES[3:]:  # the others: MAX_RANKS
+        with pytest.raises(ValueError, match=r"p must be an integer in \[1, 65536\]"):
+            schedule(C.MAX_RANKS + 1, 1)
+    assert 2 * C.MAX_RING_RANKS * (C.MAX_RING_RANKS - 1) <= C.MAX_TRANSFERS
+    assert 2 * (C.MAX_RING_RANKS + 1) * C.MAX_RING_RANKS > C.MAX_TRANSFERS
+    # the largest Rabenseifner schedule fits the transfer limit exactly
+    assert 2 * 16 * C.MAX_RANKS == C.MAX_TRANSFERS
+    steps = C.recursive_doubling_allreduce_schedule(C.MAX_RANKS, 4)
+    assert len(steps) == 16 and sum(len(s.transfers) for s in steps) == 16 * C.MAX_RANKS
+
+
+def test_chunk_bounds_never_overflow():
+    with pytest.raises(ValueError, match=r"n must be an integer in \[0, 9007199254740992\]"):
+        C.chunk_bounds(2**63, 4)  # used to return a negative bound
+    b = C.chunk_bounds(C.MAX_COUNT, 3)
+    assert b[-1] == C.MAX_COUNT and np.all(np.diff(b) >= 0)
+
+
+def test_bytes_sent_never_wraps_around():
+    steps = C.ring_allreduce_schedule(4, 4)
+    with pytest.raises(ValueError, match=r"itemsize must be an integer in \[1, 1073741824\]"):
+        C.bytes_sent_per_rank(steps, 4, itemsize=2**62)  # used to return zeros
+    big = [C.Step("big", (C.Transfer(0, 1, -1, 0, C.MAX_COUNT, False),))] * 4
+    with pytest.raises(ValueError, match="bytes_sent_per_rank must stay below 2\\*\\*63"):
+        C.bytes_sent_per_rank(big, 2, itemsize=C.MAX_ITEMSIZE)
+    assert C.bytes_sent_per_rank(big, 2, itemsize=8).tolist() == [4 * 8 * C.MAX_COUNT, 0]
+
+
+def test_sums_that_overflow_raise():
+    for run in (C.ring_allreduce, C.recursive_doubling_allreduce, C.rabenseifner_allreduce,
+                C.parameter_server_allreduce, C.binomial_reduce):  # fmt: skip
+        with pytest.raises(ValueError, match="must stay finite"):
+            run([[1e308], [1e308]])  # used to return inf
+    with pytest.raises(ValueError, match="the sum over ranks must stay finite"):
+        C.reference("allreduce", [[1e308], [1e308]])
+    assert C.ring_allreduce([[1e308], [-1e308]]).buffers.tolist() == [[0.0], [0.0]]
+
+
+def test_replay_trajectory_and_reference_outputs_are_bounded():
+    x = np.ones((2, 2**13))
+    steps = [C.Step("s", (C.Transfer(0, 1, -1, 0, 1, False),))] * 2**13
+    with pytest.raises(ValueError, match="short enough for a trajectory"):
+        C.replay(x, steps, trajectory=True)
+    assert C.replay(x, steps).shape == x.shape  # without the trajectory it is fine
+    with pytest.raises(ValueError, match="p copies of all of them"):
+        C.reference("allgather", np.ones((2**10, 2**16)))

@@ -184,17 +184,23 @@ def test_crossover_nan_when_the_costs_never_cross():
 @pytest.mark.parametrize(
     "kwargs, message",
     [
-        ({"collective": "allreduce", "algorithm": "butterfly"}, r"allreduce/ring"),
-        ({"collective": "scan", "algorithm": "ring"}, r"must be one of"),
-        ({"nbytes": -1.0}, r"nbytes must be finite and >= 0"),
-        ({"p": 0}, r"p must be an integer number of ranks >= 1"),
-        ({"p": 2.5}, r"p must be an integer number of ranks >= 1"),
-        ({"alpha": -1e-6}, r"alpha must be finite and >= 0"),
-        ({"beta": np.nan}, r"beta must be finite"),
-        ({"gamma": -1.0}, r"gamma must be finite and >= 0"),
-        ({"nbytes": "big"}, r"nbytes must be a real number"),
+        ({"collective": "allreduce", "algorithm": "butterfly"},
+         r"algorithm must be one of \('ring', 'recursive_doubling'"),
+        ({"collective": "scan", "algorithm": "ring"}, r"collective must be one of"),
+        ({"collective": ["allreduce"]}, r"collective must be one of .*got \['allreduce'\]"),
+        ({"algorithm": {"ring": 1}}, r"algorithm must be one of"),
+        ({"nbytes": -1.0}, r"nbytes must be finite real values >= 0"),
+        ({"p": 0}, r"p must be finite real values in \[1, 16777216\]"),
+        ({"p": 2**25}, r"p must be finite real values in \[1, 16777216\]"),
+        ({"p": 2.5}, r"p must be whole numbers of ranks"),
+        ({"p": True}, r"p must be a real array"),
+        ({"alpha": -1e-6}, r"alpha must be finite real values >= 0"),
+        ({"beta": np.nan}, r"beta must be finite real values"),
+        ({"gamma": -1.0}, r"gamma must be finite real values >= 0"),
+        ({"nbytes": "big"}, r"nbytes must be a real array"),
+        ({"nbytes": "4"}, r"nbytes must be a real array"),
     ],
-)
+)  # fmt: skip
 def test_collective_time_rejects_bad_inputs(kwargs, message):
     args = dict(collective="allreduce", algorithm="ring", nbytes=1e6, p=8, alpha=A, beta=B)
     with pytest.raises(ValueError, match=message):
@@ -204,15 +210,103 @@ def test_collective_time_rejects_bad_inputs(kwargs, message):
 def test_other_bad_inputs():
     with pytest.raises(ValueError, match=r"collective must be one of .*allreduce"):
         cm.busbw_factor("all-reduce", 8)
-    with pytest.raises(ValueError, match="nranks must be an integer >= 1"):
+    with pytest.raises(ValueError, match=r"nranks must be an integer in \[1, "):
         cm.busbw_factor("allreduce", 0)
-    with pytest.raises(ValueError, match="seconds must be finite and > 0"):
+    with pytest.raises(ValueError, match="seconds must be finite real values > 0"):
         cm.algbw(1e6, 0.0)
     with pytest.raises(ValueError, match="equal length >= 2"):
         cm.fit_alpha_beta([1e3], [1e-3], 8)
     with pytest.raises(ValueError, match="equal length >= 2"):
         cm.fit_alpha_beta([1e3, 1e4], [1e-3, 2e-3, 3e-3], 8)
-    with pytest.raises(ValueError, match="seconds must be finite and > 0"):
+    with pytest.raises(ValueError, match="seconds must be finite real values > 0"):
         cm.fit_alpha_beta([1e3, 1e4], [1e-3, 0.0], 8)
-    with pytest.raises(ValueError, match="allreduce/ring"):
+    with pytest.raises(ValueError, match=r"algorithm must be one of \('ring'"):
         cm.crossover_bytes("allreduce", "ring", "nope", 8, A, B)
+    with pytest.raises(ValueError, match="formula must be a non-empty string"):
+        cm.CostFormula("", "src", len, len, len)
+    with pytest.raises(ValueError, match="messages must be callable"):
+        cm.CostFormula("f", "src", None, len, len)
+    with pytest.raises(ValueError, match="alpha must be a finite number >= 0"):
+        cm.AlphaBetaFit(float("nan"), 1e-9, [0.0])
+
+
+# ------------------------------------------------ regressions and properties (#21)
+
+
+def test_unhashable_options_are_value_errors():
+    # collective_time(["allreduce"], ...) raised TypeError from the dict lookup
+    for call in (
+        lambda: cm.collective_time(["allreduce"], "ring", 1e6, 8, A, B),
+        lambda: cm.collective_time("allreduce", ["ring"], 1e6, 8, A, B),
+        lambda: cm.busbw_factor({}, 8),
+        lambda: cm.busbw(["allreduce"], 1e6, 1e-3, 8),
+        lambda: cm.crossover_bytes("allreduce", ["ring"], "tree", 8, A, B),
+        lambda: cm.fit_alpha_beta([1e3, 1e4], [1e-3, 2e-3], 8, collective=["allreduce"]),
+    ):
+        with pytest.raises(ValueError, match="must be one of"):
+            call()
+
+
+def test_overflowing_results_raise_instead_of_returning_inf():
+    with pytest.raises(ValueError, match="collective_time must stay finite"):
+        cm.collective_time("allreduce", "ring", 1e300, 8, A, 1e10)
+    with pytest.raises(ValueError, match="algbw must stay finite"):
+        cm.algbw(1e300, 1e-300)
+    with pytest.raises(ValueError, match="must be measurements whose model rows stay finite"):
+        cm.fit_alpha_beta([1e300, 1e300], [1e-300, 2e-300], 8)
+
+
+def test_fit_does_not_depend_on_units():
+    n = np.logspace(3, 8, 12)
+    t = cm.collective_time("allreduce", "ring", n, 16, 5e-6, 2e-10)
+    fit = cm.fit_alpha_beta(n, t, 16)
+    tiny = cm.fit_alpha_beta(n * 1e-6, t * 1e-6, 16)  # MB and Ms: alpha scales, beta does not
+    assert fit.alpha == pytest.approx(5e-6, rel=1e-9) and tiny.alpha == pytest.approx(5e-12)
+    assert tiny.beta == pytest.approx(2e-10, rel=1e-9)
+
+
+finite_p = st.integers(1, cm.MAX_RANKS)
+alphas = st.floats(0.0, 1.0)  # seconds per message: 0 .. 1 s
+betas = st.floats(0.0, 1e-3)  # seconds per byte: down to 1 kB/s
+sizes = st.floats(0.0, 1e15)  # bytes: up to a petabyte
+
+
+@given(key=st.sampled_from(sorted(cm.ALGORITHMS)), n=sizes, p=finite_p, a=alphas, b=betas,
+       g=betas)  # fmt: skip
+@settings(max_examples=300, deadline=None)
+def test_times_are_finite_and_non_negative_for_realistic_inputs(key, n, p, a, b, g):
+    t = cm.collective_time(*key, n, p, a, b, g)
+    assert isinstance(t, float) and np.isfinite(t) and t >= 0
+    latency = cm.collective_time(*key, 0.0, p, a, b, g)
+    assert 0 <= latency <= t  # more bytes never cost less
+
+
+@given(p=finite_p, n=st.floats(1.0, 1e15), t=st.floats(1e-9, 1e6))
+@settings(max_examples=200, deadline=None)
+def test_bandwidths_are_finite_and_non_negative(p, n, t):
+    for c in cm.COLLECTIVES:
+        assert 0 <= cm.busbw(c, n, t, p) < np.inf
+    assert 0 < cm.algbw(n, t) < np.inf
+
+
+@given(
+    p=st.integers(2, 4096),
+    a=st.floats(1e-7, 1e-3),
+    b=st.floats(1e-13, 1e-8),
+    key=st.sampled_from(["recursive_doubling", "rabenseifner", "tree", "parameter_server"]),
+)
+@settings(max_examples=200, deadline=None)
+def test_crossover_is_nan_or_a_positive_finite_size(p, a, b, key):
+    x = cm.crossover_bytes("allreduce", "ring", key, p, a, b)
+    assert np.isnan(x) or (np.isfinite(x) and x > 0)
+
+
+@given(seed=st.integers(0, 2**32 - 1), m=st.integers(2, 30), p=st.integers(2, 1024))
+@settings(max_examples=100, deadline=None)
+def test_fit_is_finite_and_non_negative_on_positive_data(seed, m, p):
+    rng = np.random.default_rng(seed)
+    n = 10 ** rng.uniform(0, 10, m)
+    t = 10 ** rng.uniform(-7, 1, m)
+    fit = cm.fit_alpha_beta(n, t, p)
+    assert fit.alpha >= 0 and fit.beta >= 0 and np.isfinite([fit.alpha, fit.beta]).all()
+    assert np.all(np.isfinite(fit.rel_err)) and np.all(fit.rel_err >= -1)

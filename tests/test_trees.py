@@ -167,33 +167,116 @@ def test_check_tree_finds_broken_trees():
 @pytest.mark.parametrize(
     "call, match",
     [
-        (lambda: T.binary_tree(0), "n must be an integer >= 1"),
+        (lambda: T.binary_tree(0), r"n must be an integer in \[1, 1048576\]"),
         (lambda: T.double_binary_tree(2.5), "n must be an integer"),
         (lambda: T.double_binary_tree(True), "n must be an integer"),
-        (lambda: T.binary_tree(4, (2, 3, 9)), "nccl_version must be >= "),
-        (lambda: T.binary_tree(4, "new"), "nccl_version must be a tuple"),
-        (lambda: T.check_double_tree(-3), "n must be an integer >= 1"),
+        (lambda: T.double_binary_tree("4"), "n must be an integer"),
+        (lambda: T.binary_tree(4, (2, 3, 9)), r"nccl_version must be a release >= \(2, 4, 0\)"),
+        (lambda: T.binary_tree(4, "new"), "nccl_version must be a tuple of 1 to 3 integers"),
+        (lambda: T.binary_tree(4, (2, 8, 3.0)), "nccl_version must be a tuple of 1 to 3 integers"),
+        (lambda: T.check_double_tree(-3), r"n must be an integer in \[1, "),
         (lambda: T.check_tree("tree"), "tree must be a BinaryTree"),
-        (lambda: T.BinaryTree([-1, 0], [[1, -1]], [-1, 0]), "children \\(n, 2\\)"),
-        (lambda: T.tree_allreduce_schedule(0, 4), "p must be an integer >= 1"),
-        (lambda: T.tree_allreduce_schedule(4, 0), "numel must be an integer >= 1"),
-        (lambda: T.tree_allreduce_schedule(4, 4, chunks=0), "chunks must be an integer >= 1"),
-        (lambda: T.tree_allreduce_schedule(4, 4, trees=3), "trees must be 1 or 2"),
+        (lambda: T.BinaryTree([-1, 0], [[1, -1]], [-1, 0]), r"children must be an \(n, 2\) array"),
+        (lambda: T.BinaryTree([-1, 5], [[1, -1], [-1, -1]], [-1, 0]),
+         r"parent must be ranks in \[-1, 1\]"),
+        (lambda: T.BinaryTree([-1, 0], [[1, -1], [-1, -1]], [-1, 2]), "child_type must be"),
+        (lambda: T.BinaryTree([], [], []), "parent must be a 1-D integer array"),
+        (lambda: T.tree_allreduce_schedule(0, 4), r"p must be an integer in \[1, "),
+        (lambda: T.tree_allreduce_schedule(4, 0), r"numel must be an integer in \[1, "),
+        (lambda: T.tree_allreduce_schedule(4, 4, chunks=0), r"chunks must be an integer in \[1, "),
+        (lambda: T.tree_allreduce_schedule(4, 4, trees=3), r"trees must be one of \(1, 2\)"),
+        (lambda: T.tree_allreduce_schedule(4, 4, trees=[2]), r"trees must be one of \(1, 2\)"),
         (lambda: T.tree_allreduce(np.ones((4, 4)), chunks=0), "chunks must be"),
         (lambda: T.tree_allreduce_time(1e6, 8, 1e-6, 1e-9, chunks=0), "chunks must be"),
-        (lambda: T.tree_allreduce_time(1e6, 0, 1e-6, 1e-9), "p must be an integer"),
-        (lambda: T.tree_allreduce_time(-1, 8, 1e-6, 1e-9), "nbytes must be"),
-        (lambda: T.optimal_chunks(1e6, 8, 0.0, 1e-9), "alpha must be finite and > 0"),
-        (lambda: T.port_load(8, trees=0), "trees must be 1 or 2"),
-        (lambda: T.crossover_vs_ring(8, 1e-6, 0.0), "beta must be finite and > 0"),
+        (lambda: T.tree_allreduce_time(1e6, 0, 1e-6, 1e-9), "p must be finite real values in"),
+        (lambda: T.tree_allreduce_time(-1, 8, 1e-6, 1e-9), "nbytes must be finite real values"),
+        (lambda: T.optimal_chunks(1e6, 8, 0.0, 1e-9), "alpha must be finite real values > 0"),
+        (lambda: T.port_load(8, trees=0), r"trees must be one of \(1, 2\)"),
+        (lambda: T.crossover_vs_ring(8, 1e-6, 0.0), "beta must be finite real values > 0"),
         (lambda: T.flows_per_step([C.Step("x", (C.Transfer(0, 9, -1, 0, 1, True),))], 4),
-         "ranks must lie in"),
-        (lambda: T.schedule_time([], 4, 0, 1e-6, 1e-9), "itemsize must be an integer >= 1"),
+         r"steps\[0\] must be transfers between ranks in \[0, 4\)"),
+        (lambda: T.flows_per_step("steps", 4), "steps must be a list of Step records"),
+        (lambda: T.schedule_time([], 4, 0, 1e-6, 1e-9), r"itemsize must be an integer in \[1, "),
+        (lambda: T.port_messages(None), "tree must be a BinaryTree"),
+        (lambda: T.TreeReport(4, 1, True, 2, 2, 2), "spanning must be True or False"),
+        (lambda: T.DoubleTreeReport(4, (), 2, 2, [], [], ()), "trees must be a pair of"),
     ],
 )  # fmt: skip
 def test_bad_inputs_raise_value_error(call, match):
     with pytest.raises(ValueError, match=match):
         call()
+
+
+# ------------------------------------------------ regressions: limits and overflow (#21)
+
+
+def test_schedule_chunks_are_bounded():
+    # chunks=10**6 used to build 2 * 2 * 7 * 10**6 messages without limit
+    with pytest.raises(ValueError, match=r"chunks must be an integer in \[1, 65536\] for p = 8"):
+        T.tree_allreduce_schedule(8, 16, chunks=10**6)
+    sched = T.tree_allreduce_schedule(8, 16, chunks=T.MAX_CHUNKS)  # the limit itself works
+    assert sched.nsteps == T.MAX_CHUNKS + 5  # 8 elements per tree: 8 non-empty chunks each
+    assert sched.step.size == 2 * 2 * 7 * 8
+    most = T.MAX_MESSAGES // (2 * 2 * 1023)  # the message limit binds for many ranks
+    assert most == 512 and T.tree_allreduce_schedule(1024, 1024, most).nsteps == most + 19
+    with pytest.raises(ValueError, match=r"chunks must be an integer in \[1, 512\] for p = 1024"):
+        T.tree_allreduce_schedule(1024, 1024, most + 1)
+    # the book's own sizes: 1024 ranks x 16 chunks, and trees over 65,536 ranks
+    assert T.tree_allreduce_schedule(1024, 4096, 16, 2).step.size == 2 * 2 * 16 * 1023
+    assert T.check_double_tree(65536).ok and T.check_double_tree(65535).ok
+    with pytest.raises(ValueError, match=r"n must be an integer in \[1, 1048576\]"):
+        T.binary_tree(T.MAX_RANKS + 1)
+
+
+def test_schedule_records_validate_their_fields():
+    good = T.tree_allreduce_schedule(4, 8, 2, 2)
+    fields = {f: getattr(good, f) for f in good.__dataclass_fields__}
+    assert T.TreeAllreduceSchedule(**fields).step.tolist() == good.step.tolist()
+    for change, message in (
+        ({"src": good.src[:-1]}, "src must be an array of"),
+        ({"dst": good.dst + 4}, r"dst must be finite|dst must be integer values in \[0, 3\]"),
+        ({"up": good.up.astype(int)}, "up must be a 1-D bool array"),
+        ({"step": good.step[::-1].copy()}, "sorted by step"),
+        ({"ntrees": 3}, r"trees must be one of \(1, 2\)"),
+    ):
+        with pytest.raises(ValueError, match=message):
+            T.TreeAllreduceSchedule(**{**fields, **change})
+
+
+def test_cost_models_raise_on_overflow_and_bad_options():
+    with pytest.raises(ValueError, match="tree_allreduce_time must stay finite"):
+        T.tree_allreduce_time(1e300, 8, 1e-6, 1e10)
+    with pytest.raises(ValueError, match="optimal_chunks must stay finite"):
+        T.optimal_chunks(1e300, 8, 1e-300, 1e10)
+    for call in (lambda: T.port_load(8, trees=[2]), lambda: T.best_tree_time(1, 8, 1, 1, {})):
+        with pytest.raises(ValueError, match=r"trees must be one of \(1, 2\)"):
+            call()
+
+
+@settings(max_examples=200, deadline=None)
+@given(
+    nbytes=st.floats(0, 1e13),
+    p=st.integers(1, 2**20),
+    alpha=st.one_of(st.just(0.0), st.floats(1e-9, 1e-2)),  # seconds per step
+    beta=st.floats(0, 1e-6),  # seconds per byte: down to 1 MB/s
+    chunks=st.floats(1, 1e4),
+    trees=st.sampled_from([1, 2]),
+)
+def test_tree_times_are_finite_and_non_negative(nbytes, p, alpha, beta, chunks, trees):
+    t = T.tree_allreduce_time(nbytes, p, alpha, beta, chunks, trees)
+    assert np.isfinite(t) and t >= 0
+    if alpha > 0:
+        best = T.best_tree_time(nbytes, p, alpha, beta, trees)
+        assert np.isfinite(best) and 0 <= best <= T.tree_allreduce_time(nbytes, p, alpha, beta,
+                                                                         1, trees)  # fmt: skip
+
+
+@settings(max_examples=60, deadline=None)
+@given(p=st.integers(2, 2**20), alpha=st.floats(1e-7, 1e-3), gbps=st.floats(1, 2000),
+       trees=st.sampled_from([1, 2]))  # fmt: skip
+def test_crossover_is_nan_below_four_ranks_else_positive_and_finite(p, alpha, gbps, trees):
+    x = T.crossover_vs_ring(p, alpha, 1 / (gbps * 1e9), trees)
+    assert np.isnan(x) if p < 4 else (np.isfinite(x) and x > 0)
 
 
 # ------------------------------------------------------------------ the all-reduce
@@ -352,5 +435,5 @@ def test_figures_are_built_from_the_library():
     ):
         assert all(ax.title.text for ax in fig.select_xaxes())  # fmt: skip
         assert all(ax.title.text for ax in fig.select_yaxes())
-    with pytest.raises(ValueError, match="n must be an integer in 2..64"):
+    with pytest.raises(ValueError, match=r"n must be an integer in \[2, 64\]"):
         VT.trees_figure(65)

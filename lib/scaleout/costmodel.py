@@ -24,7 +24,11 @@ from typing import NamedTuple
 
 import numpy as np
 
+from . import checks
+
 COLLECTIVES = ("allreduce", "reducescatter", "allgather", "broadcast", "reduce", "alltoall")
+#: Most ranks a cost formula takes (more than any machine built; p stays exact).
+MAX_RANKS = 2**24
 _BUSBW = {
     "allreduce": lambda p: 2 * (p - 1) / p,
     "reducescatter": lambda p: (p - 1) / p,
@@ -35,28 +39,25 @@ _BUSBW = {
 }
 
 
-def _out(x):
-    """A Python float for 0-d results, else the ndarray."""
-    x = np.asarray(x, dtype=np.float64)
+def _out(x, name: str = "the result"):
+    """A Python float for 0-d results, else the float64 ndarray; overflow raises."""
+    with np.errstate(over="ignore", invalid="ignore"):
+        x = np.asarray(x, dtype=np.float64)
+    checks.finite_result(name, x)
     return float(x) if x.ndim == 0 else x
 
 
 def _real(name: str, x, positive: bool = False) -> np.ndarray:
-    try:
-        arr = np.asarray(x, dtype=np.float64)
-    except (TypeError, ValueError):
-        raise ValueError(f"{name} must be a real number or array, got {x!r}") from None
-    bad = ~np.isfinite(arr) | ((arr <= 0) if positive else (arr < 0))
-    if np.any(bad):
-        rng = "> 0" if positive else ">= 0"
-        raise ValueError(f"{name} must be finite and {rng}, got {arr[bad].ravel()[0]!r}")
-    return arr
+    """A finite float64 array (or scalar) >= 0, or > 0 with ``positive``."""
+    return checks.array(name, x, low=0.0, low_open=positive)
 
 
 def _ranks(p, name: str = "p") -> np.ndarray:
-    arr = _real(name, p)
-    if np.any(arr < 1) or np.any(arr != np.round(arr)):
-        raise ValueError(f"{name} must be an integer number of ranks >= 1, got {p!r}")
+    """Rank counts: integral values in [1, MAX_RANKS] (ints or integral floats), as float64."""
+    arr = checks.array(name, p, low=1, high=MAX_RANKS)
+    if np.any(arr != np.round(arr)):
+        raise checks.fail(name, f"whole numbers of ranks in [1, {MAX_RANKS}]",
+                          float(arr[arr != np.round(arr)].ravel()[0]))  # fmt: skip
     return arr
 
 
@@ -68,22 +69,21 @@ def ceil_log2(p) -> np.ndarray | float:
 
 def busbw_factor(collective: str, nranks: int) -> float:
     """nccl-tests bus-bandwidth factor (doc/PERFORMANCE.md) for ``nranks`` ranks."""
-    if collective not in _BUSBW:
-        raise ValueError(f"collective must be one of {COLLECTIVES}, got {collective!r}")
-    if isinstance(nranks, bool) or not isinstance(nranks, int | np.integer) or nranks < 1:
-        raise ValueError(f"nranks must be an integer >= 1, got {nranks!r}")
-    return float(_BUSBW[collective](int(nranks)))
+    collective = checks.choice("collective", collective, COLLECTIVES)
+    nranks = checks.integer("nranks", nranks, 1, MAX_RANKS)
+    return float(_BUSBW[collective](nranks))
 
 
 def algbw(nbytes, seconds):
     """Algorithm bandwidth S / t in bytes/s (nccl-tests); vectorised over nbytes, seconds."""
-    return _out(_real("nbytes", nbytes) / _real("seconds", seconds, positive=True))
+    with np.errstate(over="ignore"):
+        return _out(_real("nbytes", nbytes) / _real("seconds", seconds, positive=True), "algbw")
 
 
 def busbw(collective: str, nbytes, seconds, nranks: int):
     """Bus bandwidth in bytes/s: algbw * busbw_factor (nccl-tests doc/PERFORMANCE.md)."""
     factor = busbw_factor(collective, nranks)
-    return _out(np.asarray(algbw(nbytes, seconds)) * factor)
+    return _out(np.asarray(algbw(nbytes, seconds)) * factor, "busbw")
 
 
 @dataclass(frozen=True)
@@ -95,6 +95,12 @@ class CostFormula:
     messages: Callable  # p -> alpha coefficient (messages on the critical path)
     beta_per_byte: Callable  # p -> beta coefficient per byte of n
     gamma_per_byte: Callable  # p -> gamma coefficient per byte of n
+
+    def __post_init__(self):
+        checks.text("formula", self.formula, 400)
+        checks.text("source", self.source, 400)
+        for name in ("messages", "beta_per_byte", "gamma_per_byte"):
+            checks.function(name, getattr(self, name))
 
 
 _THAKUR = "Thakur, Rabenseifner & Gropp, IJHPCA 2005"
@@ -184,11 +190,10 @@ ALGORITHMS: dict[tuple[str, str], CostFormula] = {
 
 
 def _formula(collective: str, algorithm: str) -> CostFormula:
-    if (collective, algorithm) not in ALGORITHMS:
-        valid = ", ".join(f"{c}/{a}" for c, a in ALGORITHMS)
-        raise ValueError(
-            f"(collective, algorithm) must be one of {valid}; got {collective}/{algorithm}"
-        )
+    collective = checks.choice("collective", collective, sorted({c for c, _ in ALGORITHMS}))
+    algorithm = checks.choice(
+        "algorithm", algorithm, [a for c, a in ALGORITHMS if c == collective]
+    )  # the message lists the algorithms of that collective, e.g. ('ring', ...)
     return ALGORITHMS[(collective, algorithm)]
 
 
@@ -196,7 +201,8 @@ def _latency_and_per_byte(f: CostFormula, p, alpha, beta, gamma):
     """(alpha term in seconds, seconds per byte of n) for formula f."""
     p = _ranks(p)
     alpha, beta, gamma = _real("alpha", alpha), _real("beta", beta), _real("gamma", gamma)
-    return f.messages(p) * alpha, f.beta_per_byte(p) * beta + f.gamma_per_byte(p) * gamma
+    with np.errstate(over="ignore", invalid="ignore"):
+        return f.messages(p) * alpha, f.beta_per_byte(p) * beta + f.gamma_per_byte(p) * gamma
 
 
 def collective_time(collective: str, algorithm: str, nbytes, p, alpha, beta, gamma=0.0):
@@ -204,17 +210,33 @@ def collective_time(collective: str, algorithm: str, nbytes, p, alpha, beta, gam
 
     Vectorised: nbytes, p, alpha, beta and gamma broadcast against each other; returns a
     float for scalar inputs, else an ndarray. See ``ALGORITHMS`` for formulas and sources.
+    Every input is finite and >= 0 (p a whole number in [1, :data:`MAX_RANKS`]); a time
+    that overflows float64 raises.
     """
     f = _formula(collective, algorithm)
     n = _real("nbytes", nbytes)
     latency, per_byte = _latency_and_per_byte(f, p, alpha, beta, gamma)
-    return _out(latency + n * per_byte)
+    with np.errstate(over="ignore", invalid="ignore"):
+        return _out(latency + n * per_byte, "collective_time")
 
 
-class AlphaBetaFit(NamedTuple):
+class _Fit(NamedTuple):
     alpha: float  # seconds per message
     beta: float  # seconds per byte
     rel_err: np.ndarray  # per point, (model - measured) / measured
+
+
+class AlphaBetaFit(_Fit):
+    """Result of :func:`fit_alpha_beta`: ``alpha`` (seconds per message) and ``beta``
+    (seconds per byte), both finite and >= 0, and ``rel_err``, the model's relative error
+    (model - measured) / measured at each measured point."""
+
+    __slots__ = ()
+
+    def __new__(cls, alpha, beta, rel_err):
+        alpha = checks.nonnegative("alpha", alpha)
+        beta = checks.nonnegative("beta", beta)
+        return super().__new__(cls, alpha, beta, checks.array("rel_err", rel_err, ndim=1))
 
 
 def _nnls2(a: np.ndarray, y: np.ndarray) -> np.ndarray:
@@ -232,36 +254,53 @@ def _nnls2(a: np.ndarray, y: np.ndarray) -> np.ndarray:
     return min(candidates, key=lambda x: float(np.sum((a @ x - y) ** 2)))
 
 
+#: Most measurements :func:`fit_alpha_beta` takes.
+MAX_POINTS = 2**20
+
+
 def fit_alpha_beta(nbytes, seconds, p, collective="allreduce", algorithm="ring", gamma=0.0):
     """Fit alpha, beta >= 0 (gamma fixed) to measured times, minimising relative error.
 
     Each measurement gives one row of the linear model t = c_a(p) alpha + c_b(p) n beta +
     c_g(p) n gamma; rows are divided by the measured t, so small and large messages weigh
-    the same, and the two-variable non-negative least squares is solved in closed form.
-    ``nbytes`` and ``seconds`` are 1-D of equal length (at least 2); p broadcasts to them.
+    the same, and the two-variable non-negative least squares is solved in closed form
+    (columns scaled to unit length first, so the fit does not depend on the units).
+    ``nbytes`` and ``seconds`` are 1-D of equal length (2 to :data:`MAX_POINTS`); p
+    broadcasts to them. Raises if the measurements are so extreme that the fit overflows.
     """
     f = _formula(collective, algorithm)
-    n, t = _real("nbytes", nbytes), _real("seconds", seconds, positive=True)
-    if n.ndim != 1 or t.shape != n.shape or n.size < 2:
-        raise ValueError(
-            f"nbytes and seconds must be 1-D of equal length >= 2, got {n.shape} and {t.shape}"
-        )
+    n = checks.array("nbytes", nbytes, ndim=1, low=0.0, max_size=MAX_POINTS)
+    t = checks.array("seconds", seconds, ndim=1, low=0.0, low_open=True, max_size=MAX_POINTS)
+    if t.shape != n.shape or n.size < 2:
+        raise checks.fail("nbytes and seconds", "1-D of equal length >= 2",
+                          f"lengths {n.size} and {t.size}")  # fmt: skip
     p = np.broadcast_to(_ranks(p), n.shape)
-    c_gamma = f.gamma_per_byte(p) * n * _real("gamma", gamma)
-    a = np.stack([f.messages(p) / t, f.beta_per_byte(p) * n / t], axis=1)  # (m, 2)
-    alpha, beta = _nnls2(a, 1.0 - c_gamma / t)
-    model = collective_time(collective, algorithm, n, p, alpha, beta, gamma)
-    return AlphaBetaFit(float(alpha), float(beta), (model - t) / t)
+    g = checks.nonnegative("gamma", gamma)
+    with np.errstate(over="ignore", invalid="ignore", divide="ignore", under="ignore"):
+        c_gamma = f.gamma_per_byte(p) * n * g
+        a = np.stack([f.messages(p) / t, f.beta_per_byte(p) * n / t], axis=1)  # (m, 2)
+        y = 1.0 - c_gamma / t
+        if not (np.all(np.isfinite(a)) and np.all(np.isfinite(y))):
+            raise checks.fail("nbytes and seconds", "measurements whose model rows stay "
+                              "finite in float64", "an overflowing row")  # fmt: skip
+        scale = np.sqrt(np.sum(a * a, axis=0))
+        scale = np.where(np.isfinite(scale) & (scale > 0), scale, 1.0)
+        alpha, beta = _nnls2(a / scale, y) / scale
+        model = collective_time(collective, algorithm, n, p, alpha, beta, g)
+        rel_err = checks.finite_result("the fit's errors", (model - t) / t)
+    return AlphaBetaFit(float(alpha), float(beta), rel_err)
 
 
 def crossover_bytes(collective: str, alg_a: str, alg_b: str, p, alpha, beta, gamma=0.0):
     """Bytes per rank n > 0 at which ``alg_a`` and ``alg_b`` cost the same (nan if none).
 
-    Both costs are L + n B, so the crossover is n = (L_a - L_b) / (B_b - B_a).
+    Both costs are L + n B, so the crossover is n = (L_a - L_b) / (B_b - B_a); NaN where the
+    lines do not cross at a positive n, or where n would overflow float64.
     """
     fa, fb = _formula(collective, alg_a), _formula(collective, alg_b)
     la, ba = _latency_and_per_byte(fa, p, alpha, beta, gamma)
     lb, bb = _latency_and_per_byte(fb, p, alpha, beta, gamma)
-    with np.errstate(divide="ignore", invalid="ignore"):
+    with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
         n = (la - lb) / (bb - ba)
-    return _out(np.where(np.isfinite(n) & (n > 0), n, np.nan))
+        out = np.where(np.isfinite(n) & (n > 0), n, np.nan)
+    return float(out) if out.ndim == 0 else out

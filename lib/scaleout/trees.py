@@ -2,15 +2,21 @@
 
 Taught in chapter 9, "Double binary trees" (chapters/09_double_binary_tree.ipynb).
 
-Trees follow NCCL's ``src/graph/trees.cc`` (repository NVIDIA/nccl), functions
-``ncclGetBtree``, ``ncclGetDtree`` and ``ncclGetDtreeRoots``, as of release 2.8.3 and later;
-the rule before 2.8.3 is kept for comparison (``nccl_version < (2, 8, 3)``). This module
-re-implements the rule vectorised over all ranks; it does not copy NCCL's code. The idea of
-two trees that each carry half the data, every rank a leaf in at most one of them, is from
-Sanders, Speck & Traeff, "Two-tree algorithms for full bandwidth broadcast, reduction and
-scan", Parallel Computing 35(12), 2009; NCCL adopted it in 2.4 (Jeaugey, "Massively Scale
-Your Deep Learning Training with NCCL 2.4", NVIDIA blog, 2019). In NCCL the trees span
-*nodes* (servers); the GPUs inside a node form a chain below each tree node.
+Trees follow NCCL's ``src/graph/trees.cc`` (repository NVIDIA/nccl) as of release 2.8.3
+(tag ``v2.8.3-1``): ``ncclGetBtree`` (line 31) gives one rank its parent, two child slots
+and ``parentChildType``; ``ncclGetDtree`` (line 88) derives the second tree. The rule is
+the same, up to formatting, in every later release up to 2.30.7 (tag ``v2.30.7-1``, lines
+32 and 90). NCCL has no function for the roots: the root of a tree is the rank whose parent
+comes back as -1 (:func:`dtree_roots` is this book's helper). NCCL calls ``ncclGetDtree``
+with the number of *nodes* (``src/graph/connect.cc``, line 137 in 2.8.3): the trees span
+servers, and the GPUs inside a server form a chain below each tree node. The rule before
+2.8.3 (from 2.4.2, ``src/misc/trees.cu``; ``src/graph/trees.cc`` from 2.5) is kept for
+comparison (``nccl_version < (2, 8, 3)``). This module re-implements the rule, vectorised
+over all ranks; it does not copy NCCL's code. The idea of two trees that each carry half
+the data, every rank a leaf in at most one of them, is from Sanders, Speck & Traeff,
+"Two-tree algorithms for full bandwidth broadcast, reduction and scan", Parallel Computing
+35(12), 2009; NCCL adopted it in 2.4 (Jeaugey, "Massively Scale Your Deep Learning Training
+with NCCL 2.4", NVIDIA blog, 2019). NCCL runs trees for all-reduce only (``tuning.cc``).
 
 The all-reduce schedule and its cost are this book's: the data is cut into one part per tree
 and each part into ``chunks`` pieces; chunk c goes up a tree (every rank adds its children's
@@ -20,6 +26,10 @@ sum of chunk c in step ``c + d + l - 1`` (d = depth of the tree), so the reduce 
 chunks overlaps the broadcast of earlier ones and the schedule takes ``chunks + 2d - 1``
 steps. Steps follow :mod:`scaleout.collectives`: a list of :class:`~scaleout.collectives.Step`
 that :func:`scaleout.collectives.replay` applies (up transfers add, down transfers copy).
+
+Limits (checked): trees span at most :data:`MAX_RANKS` ranks; a schedule holds at most
+:data:`MAX_MESSAGES` messages and :data:`MAX_CHUNKS` chunks per tree; the cost models take
+what :mod:`scaleout.costmodel` takes, and raise where a result would overflow float64.
 """
 
 from __future__ import annotations
@@ -28,29 +38,42 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from . import checks
 from . import collectives as C
 from . import costmodel as M
 
-NCCL_SOURCE = "NVIDIA/nccl src/graph/trees.cc: ncclGetBtree, ncclGetDtree, ncclGetDtreeRoots"
+NCCL_SOURCE = (
+    "NVIDIA/nccl src/graph/trees.cc: ncclGetBtree (line 31) and ncclGetDtree (line 88) in "
+    "release 2.8.3 (tag v2.8.3-1); the same rule up to 2.30.7"
+)
 TREES_FROM = (2, 4, 0)  # NCCL release that introduced the double binary tree
 RULE_CHANGED = (2, 8, 3)  # release from which odd n shift and even n mirror (before: the reverse)
+#: Most ranks (in NCCL, nodes) a tree may span; building and checking 2**20 takes seconds.
+MAX_RANKS = 2**20
+#: Most messages of one pipelined schedule (the transfers of its steps fit a collectives Step).
+MAX_MESSAGES = C.MAX_TRANSFERS
+#: Most chunks per tree of one pipelined schedule.
+MAX_CHUNKS = 2**16
+TREE_COUNTS = (1, 2)
 
 
-def _count(name: str, value, low: int) -> int:
-    if isinstance(value, bool) or not isinstance(value, int | np.integer) or value < low:
-        raise ValueError(f"{name} must be an integer >= {low}, got {value!r}")
-    return int(value)
+def _ranks(n, name: str = "n") -> int:
+    return checks.integer(name, n, 1, MAX_RANKS)
+
+
+def _trees(trees) -> int:
+    return checks.choice("trees", trees, TREE_COUNTS)
 
 
 def _version(nccl_version) -> tuple[int, ...]:
-    try:
-        version = tuple(int(v) for v in nccl_version)
-    except (TypeError, ValueError):
-        raise ValueError(
-            f"nccl_version must be a tuple like (2, 8, 3), got {nccl_version!r}"
-        ) from None
+    ok = isinstance(nccl_version, tuple | list) and 1 <= len(nccl_version) <= 3
+    if not ok or not all(checks.is_integer(v) and 0 <= v <= 999 for v in nccl_version):
+        raise checks.fail("nccl_version", "a tuple of 1 to 3 integers in [0, 999] such as "
+                          "(2, 8, 3)", nccl_version)  # fmt: skip
+    version = tuple(int(v) for v in nccl_version)
     if version < TREES_FROM:
-        raise ValueError(f"nccl_version must be >= {TREES_FROM} (no trees before), got {version}")
+        raise checks.fail("nccl_version", f"a release >= {TREES_FROM} (no trees before)",
+                          nccl_version)  # fmt: skip
     return version
 
 
@@ -75,14 +98,23 @@ class BinaryTree:
     child_type: np.ndarray  # (n,) int64
 
     def __post_init__(self):
-        for name in ("parent", "children", "child_type"):
-            object.__setattr__(self, name, np.asarray(getattr(self, name), dtype=np.int64))
-        n = self.parent.shape[0] if self.parent.ndim == 1 else 0
-        if n < 1 or self.children.shape != (n, 2) or self.child_type.shape != (n,):
-            raise ValueError(
-                "parent must have shape (n,), children (n, 2) and child_type (n,), n >= 1; got "
-                f"{self.parent.shape}, {self.children.shape}, {self.child_type.shape}"
-            )
+        parent = checks.array("parent", self.parent, ndim=1, integer=True, low=-1,
+                              max_size=MAX_RANKS)  # fmt: skip
+        n = parent.size
+        if parent.max() > n - 1:
+            raise checks.fail("parent", f"ranks in [-1, {n - 1}] for n = {n}", int(parent.max()))
+        children = checks.array("children", self.children, ndim=2, integer=True, low=-1,
+                                high=n - 1, max_size=2 * MAX_RANKS)  # fmt: skip
+        if children.shape != (n, 2):
+            raise checks.fail("children", f"an (n, 2) array for n = {n} ranks",
+                              f"shape {children.shape}")  # fmt: skip
+        child_type = checks.array("child_type", self.child_type, ndim=1, integer=True,
+                                  low=-1, high=1, max_size=MAX_RANKS)  # fmt: skip
+        if child_type.shape != (n,):
+            raise checks.fail("child_type", f"an (n,) array for n = {n} ranks",
+                              f"shape {child_type.shape}")  # fmt: skip
+        for name, value in (("parent", parent), ("children", children), ("child_type", child_type)):
+            object.__setattr__(self, name, value)
 
     @property
     def n(self) -> int:
@@ -90,7 +122,11 @@ class BinaryTree:
 
     @property
     def root(self) -> int:
-        return int(np.flatnonzero(self.parent < 0)[0])
+        """The rank without a parent (the first one, if the arrays hold several)."""
+        roots = np.flatnonzero(self.parent < 0)
+        if roots.size == 0:
+            raise ValueError("not a tree: no rank is a root (every parent is set)")
+        return int(roots[0])
 
     @property
     def nchildren(self) -> np.ndarray:
@@ -132,7 +168,8 @@ class BinaryTree:
 
 
 def binary_tree(n: int, nccl_version=RULE_CHANGED) -> BinaryTree:
-    """NCCL's binary tree over ranks 0..n-1 (``ncclGetBtree`` in ``src/graph/trees.cc``).
+    """NCCL's binary tree over ranks 0..n-1 (``ncclGetBtree``, ``src/graph/trees.cc`` line 31
+    in 2.8.3), for 1 <= n <= :data:`MAX_RANKS`.
 
     The rule, for rank r with lowest set bit b (rank 0: none): rank 0 is the root and its
     only child is the largest power of two below n. Any other rank's parent is
@@ -143,7 +180,7 @@ def binary_tree(n: int, nccl_version=RULE_CHANGED) -> BinaryTree:
     slot 1 (before: slot 0) and ``child_type`` is NCCL's ``parentChildType``: 0 if r is
     smaller than its parent, else 1 (before 2.8.3 it did not exist; we give r's slot).
     """
-    n, version = _count("n", n, 1), _version(nccl_version)
+    n, version = _ranks(n), _version(nccl_version)
     r = np.arange(n, dtype=np.int64)
     bit = r & -r  # lowest set bit; 0 for rank 0
     up = (r ^ bit) | (bit << 1)
@@ -169,7 +206,8 @@ def _second_tree_is_shifted(n: int, version: tuple[int, ...]) -> bool:
 
 
 def double_binary_tree(n: int, nccl_version=RULE_CHANGED) -> tuple[BinaryTree, BinaryTree]:
-    """NCCL's two trees over ranks 0..n-1 (``ncclGetDtree`` in ``src/graph/trees.cc``).
+    """NCCL's two trees over ranks 0..n-1 (``ncclGetDtree``, ``src/graph/trees.cc`` line 88
+    in 2.8.3).
 
     Tree 1 is :func:`binary_tree`. Tree 2 is tree 1 relabelled: *shifted* by one rank
     (rank r plays the role rank (r - 1) mod n has in tree 1, and every neighbour x becomes
@@ -179,7 +217,7 @@ def double_binary_tree(n: int, nccl_version=RULE_CHANGED) -> tuple[BinaryTree, B
     slot 0 may hold the larger child (NVIDIA/nccl pull request 1602 discusses swapping
     them); ``child_type`` is NCCL's ``parentChildType1``, computed on the relabelled rank.
     """
-    n, version = _count("n", n, 1), _version(nccl_version)
+    n, version = _ranks(n), _version(nccl_version)
     first = binary_tree(n, version)
     r = np.arange(n, dtype=np.int64)
     if _second_tree_is_shifted(n, version):
@@ -196,8 +234,12 @@ def double_binary_tree(n: int, nccl_version=RULE_CHANGED) -> tuple[BinaryTree, B
 
 
 def dtree_roots(n: int, nccl_version=RULE_CHANGED) -> tuple[int, int]:
-    """Roots of the two trees (``ncclGetDtreeRoots``): 0, and 1 (shifted) or n - 1 (mirrored)."""
-    n, version = _count("n", n, 1), _version(nccl_version)
+    """Roots of the two trees: 0, and 1 (shifted) or n - 1 (mirrored).
+
+    A helper of this book, not an NCCL function: NCCL has no call for the roots (in no
+    release up to 2.30.7); in ``ncclGetDtree`` a root is the rank whose parent is -1.
+    """
+    n, version = _ranks(n), _version(nccl_version)
     return 0, (1 % n if _second_tree_is_shifted(n, version) else n - 1)
 
 
@@ -215,6 +257,14 @@ class TreeReport:
     depth: int  # edges on the longest root-to-leaf path (-1 if not spanning)
     ceil_log2_n: int
 
+    def __post_init__(self):
+        n = _ranks(self.n)
+        object.__setattr__(self, "n", n)
+        for name in ("spanning", "consistent"):
+            object.__setattr__(self, name, checks.boolean(name, getattr(self, name)))
+        for name, low in (("max_children", 0), ("depth", -1), ("ceil_log2_n", 0)):
+            object.__setattr__(self, name, checks.integer(name, getattr(self, name), low, n))
+
     @property
     def ok(self) -> bool:
         """Spanning, consistent, at most two children each, depth exactly ceil(log2 n)."""
@@ -231,8 +281,7 @@ def check_tree(tree: BinaryTree) -> TreeReport:
     and depth. For NCCL's trees the depth is exactly ceil(log2 n): the path from the root
     through its child 2^j (2^j < n <= 2^(j+1)), 2^(j-1), ..., 2, 1 has j + 1 edges, and no
     rank lies deeper."""
-    if not isinstance(tree, BinaryTree):
-        raise ValueError(f"tree must be a BinaryTree, got {type(tree).__name__}")
+    checks.instance("tree", tree, BinaryTree)
     n, parent, children = tree.n, tree.parent, tree.children
     in_range = bool(
         np.all((parent >= -1) & (parent < n)) and np.all((children >= -1) & (children < n))
@@ -275,6 +324,30 @@ class DoubleTreeReport:
     interior_in_both: np.ndarray  # ranks with children in both trees
     notes: tuple[str, ...]  # why a property fails, where it does
 
+    def __post_init__(self):
+        n = _ranks(self.n)
+        object.__setattr__(self, "n", n)
+        trees = self.trees
+        if not (isinstance(trees, tuple | list) and len(trees) == 2
+                and all(isinstance(t, TreeReport) and t.n == n for t in trees)):  # fmt: skip
+            raise checks.fail("trees", f"a pair of TreeReports for n = {n}", trees)
+        object.__setattr__(self, "trees", tuple(trees))
+        for name in ("max_parents", "max_children"):
+            object.__setattr__(self, name, checks.integer(name, getattr(self, name), 0, 2 * n))
+        for name in ("leaf_in_both", "interior_in_both"):
+            ranks = getattr(self, name)
+            if (isinstance(ranks, list | tuple) and not ranks) or (
+                isinstance(ranks, np.ndarray) and ranks.size == 0
+            ):
+                ranks = np.zeros(0, np.int64)  # [] is float64 to numpy: no rank at all
+            ranks = checks.array(name, ranks, ndim=1, integer=True, low=0, high=n - 1,
+                                 empty=True, max_size=n)  # fmt: skip
+            object.__setattr__(self, name, ranks)
+        notes = self.notes
+        if not isinstance(notes, tuple | list) or len(notes) > 8:
+            raise checks.fail("notes", "a tuple of at most 8 strings", notes)
+        object.__setattr__(self, "notes", tuple(checks.text("notes[i]", t, 2000) for t in notes))
+
     @property
     def complementary(self) -> bool:
         """Every rank is a leaf in exactly one tree and interior in the other."""
@@ -302,7 +375,7 @@ def check_double_tree(n: int, nccl_version=RULE_CHANGED) -> DoubleTreeReport:
     place of rank n - 1, which has a child). n = 1 is degenerate: one rank, root and leaf of
     both trees, nothing to send.
     """
-    n, version = _count("n", n, 1), _version(nccl_version)
+    n, version = _ranks(n), _version(nccl_version)
     first, second = double_binary_tree(n, version)
     leaves = np.stack([first.is_leaf, second.is_leaf])  # (2, n)
     leaf_in_both = np.flatnonzero(leaves.all(axis=0))
@@ -324,14 +397,17 @@ def check_double_tree(n: int, nccl_version=RULE_CHANGED) -> DoubleTreeReport:
         notes.append(note + ".")
     if n > 1 and interior_in_both.size:
         total = first.nchildren + second.nchildren
-        note = f"ranks {interior_in_both.tolist()} are interior in both trees"
+        one = interior_in_both.size == 1
+        who = f"rank {interior_in_both[0]} is" if one else f"ranks {interior_in_both.tolist()} are"
+        note = f"{who} interior in both trees"
         if n % 2:
             note += (
                 f": with an odd number of ranks each tree has {n // 2} leaves, "
                 f"{2 * (n // 2)} leaf places for {n} ranks, so at least one is interior twice"
             )
         most = int(total[interior_in_both].max())
-        notes.append(note + f"; they have at most {most} children over both trees.")
+        has = f"it has {most}" if one else f"they have at most {most}"
+        notes.append(note + f"; {has} children over both trees.")
     return DoubleTreeReport(
         n,
         (check_tree(first), check_tree(second)),
@@ -370,6 +446,34 @@ class TreeAllreduceSchedule:
     offset: np.ndarray  # (m,) first element
     count: np.ndarray  # (m,) elements
 
+    def __post_init__(self):
+        p = _ranks(self.p, "p")
+        numel = checks.integer("numel", self.numel, 1, C.MAX_COUNT)
+        ntrees = _trees(self.ntrees)
+        chunks = checks.integer("chunks", self.chunks, 1, MAX_CHUNKS)
+        depth = checks.integer("depth", self.depth, 0, 64)
+        nsteps = checks.integer("nsteps", self.nsteps, 0, MAX_CHUNKS + 2 * 64)
+        for name, value in (("p", p), ("numel", numel), ("ntrees", ntrees), ("chunks", chunks),
+                            ("depth", depth), ("nsteps", nsteps)):  # fmt: skip
+            object.__setattr__(self, name, value)
+        highs = {"step": max(nsteps - 1, 0), "tree": ntrees - 1, "chunk": chunks - 1,
+                 "src": p - 1, "dst": p - 1, "offset": numel, "count": numel}  # fmt: skip
+        m = None
+        for name, high in highs.items():
+            arr = checks.array(name, getattr(self, name), ndim=1, integer=True, low=0,
+                               high=high, empty=True, max_size=MAX_MESSAGES)  # fmt: skip
+            if m is not None and arr.size != m:
+                raise checks.fail(name, f"an array of {m} messages, like step", arr.size)
+            m = arr.size
+            object.__setattr__(self, name, arr)
+        up = self.up
+        if not isinstance(up, np.ndarray) or up.dtype != bool or up.shape != (m,):
+            raise checks.fail("up", f"a 1-D bool array of {m} messages", self.up)
+        object.__setattr__(self, "up", up.copy())
+        if np.any(self.offset + self.count > numel) or np.any(np.diff(self.step) < 0):
+            raise checks.fail("offset, count and step", f"messages within numel = {numel}, "
+                              "sorted by step", "messages out of range or order")  # fmt: skip
+
     def steps(self) -> list[C.Step]:
         """The schedule as a list of :class:`scaleout.collectives.Step`, one per step."""
         bounds = np.searchsorted(self.step, np.arange(self.nsteps + 1))
@@ -379,12 +483,9 @@ class TreeAllreduceSchedule:
             up = self.up[sl]
             phase = "reduce+broadcast" if up.any() and not up.all() else (
                 "reduce" if up.any() else "broadcast")  # fmt: skip
-            transfers = tuple(
-                C.Transfer(int(a), int(b), -1, int(o), int(k), bool(u))
-                for a, b, o, k, u in zip(
-                    self.src[sl], self.dst[sl], self.offset[sl], self.count[sl], up, strict=True
-                )
-            )
+            rows = zip(self.src[sl].tolist(), self.dst[sl].tolist(), self.offset[sl].tolist(),
+                       self.count[sl].tolist(), up.tolist(), strict=True)  # fmt: skip
+            transfers = tuple(C.Transfer(a, b, -1, o, k, u) for a, b, o, k, u in rows)
             out.append(C.Step(phase, transfers))
         return out
 
@@ -399,36 +500,41 @@ def tree_allreduce_schedule(
     sum of chunk c up in step c + h, after both children's arrived; a rank of depth l >= 1
     receives the final chunk c in step c + d + l - 1. Per tree and step a rank sends at most
     one message up and one to each child, so its port carries at most 3 messages each way.
+    The schedule holds ``2 * trees * chunks * (p - 1)`` messages, at most
+    :data:`MAX_MESSAGES`, and ``chunks`` is at most :data:`MAX_CHUNKS`.
     """
-    p, numel = _count("p", p, 1), _count("numel", numel, 1)
-    chunks = _count("chunks", chunks, 1)
-    if trees not in (1, 2):
-        raise ValueError(f"trees must be 1 or 2, got {trees!r}")
+    p, trees = _ranks(p, "p"), _trees(trees)
+    numel = checks.integer("numel", numel, 1, C.MAX_COUNT)
+    most = max(1, min(MAX_CHUNKS, MAX_MESSAGES // max(1, 2 * trees * (p - 1))))
+    if checks.is_integer(chunks) and chunks > most:
+        raise checks.fail("chunks", f"an integer in [1, {most}] for p = {p} and {trees} "
+                          f"tree(s) (2 * trees * chunks * (p - 1) messages, at most "
+                          f"MAX_MESSAGES = {MAX_MESSAGES})", chunks)  # fmt: skip
+    chunks = checks.integer("chunks", chunks, 1, most)
     pair = double_binary_tree(p, nccl_version)
     parts = C.chunk_bounds(numel, trees)
-    fields = {k: [] for k in ("step", "tree", "chunk", "src", "dst", "up", "offset", "count")}
     depth = int(M.ceil_log2(p))
+    c = np.arange(chunks)[:, None]  # (chunks, 1): one row per chunk
+    cols = {k: [] for k in ("step", "tree", "chunk", "src", "dst", "up", "offset", "count")}
     for t in range(trees):
         tree = pair[t]
-        kids = np.flatnonzero(tree.parent >= 0)  # every non-root rank, once as a child
+        kids = np.flatnonzero(tree.parent >= 0)[None, :]  # (1, p - 1): every non-root rank
         height, level = tree.heights()[kids], tree.depths()[kids]
         bounds = parts[t] + C.chunk_bounds(int(parts[t + 1] - parts[t]), chunks)
-        for c in range(chunks):
-            for up in (True, False):
-                step = c + height if up else c + depth + level - 1
-                src, dst = (kids, tree.parent[kids]) if up else (tree.parent[kids], kids)
-                m = kids.size
-                for key, val in (("step", step), ("tree", np.full(m, t)), ("chunk", np.full(m, c)),
-                                 ("src", src), ("dst", dst), ("up", np.full(m, up)),
-                                 ("offset", np.full(m, bounds[c])),
-                                 ("count", np.full(m, bounds[c + 1] - bounds[c]))):  # fmt: skip
-                    fields[key].append(val)
-    cols = {k: np.concatenate(v) if v else np.zeros(0, np.int64) for k, v in fields.items()}
+        for up in (True, False):
+            step = c + height if up else c + depth + level - 1  # (chunks, p - 1)
+            src, dst = (kids, tree.parent[kids]) if up else (tree.parent[kids], kids)
+            shape = step.shape
+            for key, val in (("step", step), ("tree", t), ("chunk", c), ("src", src),
+                             ("dst", dst), ("up", up), ("offset", bounds[c]),
+                             ("count", np.diff(bounds)[c])):  # fmt: skip
+                cols[key].append(np.broadcast_to(val, shape).reshape(-1))
+    cols = {k: np.concatenate(v) if v else np.zeros(0, np.int64) for k, v in cols.items()}
     keep = cols["count"] > 0
-    order = np.lexsort((cols["dst"][keep], cols["src"][keep], ~cols["up"][keep],
-                        cols["tree"][keep], cols["step"][keep]))  # fmt: skip
-    cols = {k: v[keep][order] for k, v in cols.items()}
-    cols["up"] = cols["up"].astype(bool)
+    cols = {k: v[keep] for k, v in cols.items()}
+    order = np.lexsort((cols["dst"], cols["src"], ~cols["up"].astype(bool), cols["tree"],
+                        cols["step"]))  # fmt: skip
+    cols = {k: v[order].astype(bool if k == "up" else np.int64) for k, v in cols.items()}
     nsteps = chunks + 2 * depth - 1 if p > 1 else 0
     return TreeAllreduceSchedule(p, numel, chunks, trees, depth, nsteps, **cols)
 
@@ -440,21 +546,32 @@ def tree_allreduce(buffers, chunks: int = 1, trees: int = 2) -> C.CollectiveRun:
     return C.CollectiveRun(C.replay(x, steps), steps)
 
 
+def _check_ranks(s: int, src: np.ndarray, dst: np.ndarray, p: int) -> None:
+    if src.max() >= p or dst.max() >= p:
+        raise checks.fail(f"steps[{s}]", f"transfers between ranks in [0, {p})",
+                          f"a transfer to or from rank {max(src.max(), dst.max())}")  # fmt: skip
+
+
 def flows_per_step(steps, p: int) -> tuple[np.ndarray, np.ndarray]:
     """Fan-in and fan-out of any schedule (a list of :class:`scaleout.collectives.Step`).
 
     Returns ``(flows_in, flows_out)``, each (len(steps), p): how many distinct ranks send to
     rank r in step s, and to how many distinct ranks r sends. A ring is 1-to-1 everywhere.
+    The two arrays hold at most ``checks.MAX_ELEMENTS`` numbers each.
     """
-    p = _count("p", p, 1)
+    steps = C._as_steps(steps)
+    p = _ranks(p, "p")
+    if len(steps) * p > checks.MAX_ELEMENTS:
+        raise checks.fail("steps", f"at most {checks.MAX_ELEMENTS // p} steps for p = {p}",
+                          f"{len(steps)} steps")  # fmt: skip
     fin, fout = np.zeros((len(steps), p), np.int64), np.zeros((len(steps), p), np.int64)
     for s, step in enumerate(steps):
         pairs = {(t.src, t.dst) for t in step.transfers}
-        for src, dst in pairs:
-            if not (0 <= src < p and 0 <= dst < p):
-                raise ValueError(f"steps[{s}]: ranks must lie in [0, {p}), got {src} -> {dst}")
-            fout[s, src] += 1
-            fin[s, dst] += 1
+        if pairs:
+            src, dst = np.array(sorted(pairs)).T
+            _check_ranks(s, src, dst, p)
+            np.add.at(fout[s], src, 1)
+            np.add.at(fin[s], dst, 1)
     return fin, fout
 
 
@@ -462,21 +579,26 @@ def schedule_time(steps, p: int, itemsize: int, alpha, beta) -> float:
     """Seconds for a schedule in the one-port model: each rank has one full-duplex port of
     1/beta bytes/s per direction, shared by all its messages of a step; a step lasts alpha
     plus the time of its busiest port (bytes sent or received, whichever is more)."""
-    p, itemsize = _count("p", p, 1), _count("itemsize", itemsize, 1)
-    alpha, beta = float(M._real("alpha", alpha)), float(M._real("beta", beta))
+    steps = C._as_steps(steps)
+    p = _ranks(p, "p")
+    itemsize = checks.integer("itemsize", itemsize, 1, C.MAX_ITEMSIZE)
+    alpha, beta = checks.nonnegative("alpha", alpha), checks.nonnegative("beta", beta)
     total = 0.0
-    for step in steps:
+    for s, step in enumerate(steps):
         sent, recv = np.zeros(p), np.zeros(p)
-        for t in step.transfers:
-            sent[t.src] += t.count * itemsize
-            recv[t.dst] += t.count * itemsize
+        if step.transfers:
+            src, dst, count = np.array([(t.src, t.dst, t.count) for t in step.transfers]).T
+            _check_ranks(s, src, dst, p)
+            np.add.at(sent, src, count * float(itemsize))
+            np.add.at(recv, dst, count * float(itemsize))
         total += alpha + beta * max(sent.max(), recv.max())
-    return total
+    return float(checks.finite_result("schedule_time", total))
 
 
 def port_messages(tree: BinaryTree) -> np.ndarray:
     """(n,) messages each rank sends (= receives) per tree in a full pipeline step:
     one up unless it is the root, one down to each child."""
+    tree = checks.instance("tree", tree, BinaryTree)
     return (tree.parent >= 0) + tree.nchildren
 
 
@@ -488,12 +610,10 @@ def port_load(p, trees: int = 2):
     trees) / 2 = 2 for p >= 4 (3 in the tree where a rank is interior, 1 where it is a
     leaf); 1 and 1.5 for p = 2 and 3. Tested against the trees for every p up to 1024.
     """
-    if trees not in (1, 2):
-        raise ValueError(f"trees must be 1 or 2, got {trees!r}")
+    trees = _trees(trees)
     p = M._ranks(p)
     small = {1: (0.0, 0.0), 2: (1.0, 1.0), 3: (2.0, 1.5)}
-    big = 3.0 if trees == 1 else 2.0
-    out = np.full(p.shape, big)
+    out = np.full(p.shape, 3.0 if trees == 1 else 2.0)
     for q, loads in small.items():
         out = np.where(p == q, loads[trees - 1], out)
     return M._out(out)
@@ -509,13 +629,15 @@ def tree_allreduce_time(nbytes, p, alpha, beta, chunks=1, trees: int = 2):
     ``port_load * nbytes * beta``: 2 n beta for two trees, against 2 (p-1)/p n beta for the
     ring, and 3 n beta for one tree. Same shape as the pipelined-tree costs of Sanders,
     Speck & Traeff (Parallel Computing 2009): latency ~ (log p + chunks), bandwidth ~
-    n/chunks per step.
+    n/chunks per step. ``chunks`` may be any finite number > 0 here (a continuous model).
     """
+    trees = _trees(trees)
     n, p = M._real("nbytes", nbytes), M._ranks(p)
     a, b = M._real("alpha", alpha), M._real("beta", beta)
     k = M._real("chunks", chunks, positive=True)
-    steps = np.where(p > 1, k + 2 * M._lg(p) - 1, 0.0)
-    return M._out(steps * (a + port_load(p, trees) * n / k * b))
+    with np.errstate(over="ignore", invalid="ignore"):
+        steps = np.where(p > 1, k + 2 * M._lg(p) - 1, 0.0)
+        return M._out(steps * (a + port_load(p, trees) * n / k * b), "tree_allreduce_time")
 
 
 def optimal_chunks(nbytes, p, alpha, beta, trees: int = 2):
@@ -524,14 +646,17 @@ def optimal_chunks(nbytes, p, alpha, beta, trees: int = 2):
     The continuous optimum is sqrt((2 ceil(log2 p) - 1) * load * n * beta / alpha); the best
     integer is its floor or its ceiling. Needs alpha > 0.
     """
+    trees = _trees(trees)
     n, p = M._real("nbytes", nbytes), M._ranks(p)
     a, b = M._real("alpha", alpha, positive=True), M._real("beta", beta)
-    best = np.sqrt(np.maximum(2 * M._lg(p) - 1, 0) * port_load(p, trees) * n * b / a)
+    with np.errstate(over="ignore", invalid="ignore"):
+        best = np.sqrt(np.maximum(2 * M._lg(p) - 1, 0) * port_load(p, trees) * n * b / a)
+    checks.finite_result("optimal_chunks", best)
     lo = np.maximum(np.floor(best), 1.0)
     hi = lo + 1
     t_lo = tree_allreduce_time(n, p, a, b, lo, trees)
     t_hi = tree_allreduce_time(n, p, a, b, hi, trees)
-    return M._out(np.where(t_hi < t_lo, hi, lo))
+    return M._out(np.where(t_hi < t_lo, hi, lo), "optimal_chunks")
 
 
 def best_tree_time(nbytes, p, alpha, beta, trees: int = 2):
@@ -547,19 +672,29 @@ def crossover_vs_ring(p, alpha, beta, trees: int = 2):
     tree costs 2 ceil(log2 p) alpha against the ring's 2 (p-1) alpha, so it wins small
     messages from p = 4 on (nan below: no crossover); every tree cost line grows faster
     in n than the ring's, so there is exactly one crossover, found by bisection on log n.
+    It lies below ``hi = 2 p (p - 1) alpha / beta`` (the tree's bandwidth term is at least
+    2 n beta, the ring's at most 2 n beta (p - 1) / p) and above ``hi / 2**64`` (the tree
+    with one chunk wins up to alpha / (3 d beta)): 80 halvings of that range in log2 give the
+    crossover to float64 precision.
     """
+    trees = _trees(trees)
     p = M._ranks(p)
     a, b = M._real("alpha", alpha, positive=True), M._real("beta", beta, positive=True)
     p, a, b = np.broadcast_arrays(p, a, b)
+    with np.errstate(over="ignore", divide="ignore"):
+        top = np.log2(2 * p * np.maximum(p - 1, 1)) + np.log2(a) - np.log2(b)
+    checks.finite_result("crossover_vs_ring", top)
 
-    def tree_wins(n):
+    def tree_wins(log2n):
+        with np.errstate(over="ignore"):
+            n = 2.0**log2n  # an overflow to inf is rejected by collective_time
         ring = M.collective_time("allreduce", "ring", n, p, a, b)
         return best_tree_time(n, p, a, b, trees) < ring
 
-    lo, hi = np.zeros(p.shape), np.full(p.shape, 60.0)  # log2 bytes: 1 B .. 2**60 B
-    for _ in range(60):
+    lo, hi = top - 64.0, top
+    for _ in range(80):
         mid = (lo + hi) / 2
-        wins = tree_wins(2.0**mid)
+        wins = tree_wins(mid)
         lo, hi = np.where(wins, mid, lo), np.where(wins, hi, mid)
-    out = np.where(tree_wins(np.ones(p.shape)) & (p >= 4), 2.0**lo, np.nan)
-    return M._out(out)
+    out = np.where((p >= 4) & tree_wins(top - 64.0), 2.0**lo, np.nan)
+    return float(out) if out.ndim == 0 else out

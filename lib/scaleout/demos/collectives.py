@@ -28,7 +28,8 @@ import numpy as np
 import torch
 import torch.distributed as dist
 
-from scaleout.collectives import chunk_bounds, reference
+from scaleout import checks
+from scaleout.collectives import MAX_RANKS, chunk_bounds, reference
 from scaleout.demos.common import BACKENDS, default_device, init_from_env
 
 CHECKS = ("all_reduce", "all_gather", "reduce_scatter", "broadcast", "all_to_all", "ring_p2p")
@@ -37,8 +38,9 @@ CHECKS = ("all_reduce", "all_gather", "reduce_scatter", "broadcast", "all_to_all
 def rank_inputs(world_size: int, numel: int, seed: int = 0) -> np.ndarray:
     """The ``(world_size, numel)`` float32 inputs, row r = rank r's buffer; integers in
     [-8, 8], identical on every rank (each rank builds all rows to compute the reference)."""
-    if world_size < 1 or numel < 1:
-        raise ValueError(f"need world_size >= 1 and numel >= 1, got {world_size}, {numel}")
+    world_size = checks.integer("world_size", world_size, 1, MAX_RANKS)
+    numel = checks.integer("numel", numel, 1, checks.MAX_ELEMENTS // world_size)
+    seed = checks.integer("seed", seed, 0, 2**63 - 1)
     rng = np.random.default_rng(seed)
     return rng.integers(-8, 9, size=(world_size, numel)).astype(np.float32)
 
@@ -79,9 +81,9 @@ def ring_allreduce_p2p(tensor: torch.Tensor, rank: int, world_size: int) -> torc
     per rank, the bandwidth optimum.
     Returns ``tensor``.
     """
-    p = world_size
-    if not 0 <= rank < p:
-        raise ValueError(f"rank must lie in [0, {p}), got {rank}")
+    checks.instance("tensor", tensor, torch.Tensor)
+    p = checks.integer("world_size", world_size, 1, MAX_RANKS)
+    rank = checks.integer("rank", rank, 0, p - 1)
     if p == 1:
         return tensor
     flat = tensor.contiguous().view(-1)  # (n,) shares storage with tensor when contiguous
@@ -126,8 +128,7 @@ def check_collectives(rank: int, world_size: int, numel: int = 1001, seed: int =
     ``{check: max_abs_error}`` for ``CHECKS``, the maximum over all ranks, so every
     rank returns the same dict; 0.0 means exact.
     """
-    if numel < 1:
-        raise ValueError(f"numel must be >= 1, got {numel}")
+    numel = checks.integer("numel", numel, 1, checks.MAX_ELEMENTS)
     p, device = world_size, default_device()
     buffers = rank_inputs(p, numel, seed)  # (p, n)
     bounds = chunk_bounds(numel, p).tolist()

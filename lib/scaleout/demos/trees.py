@@ -29,6 +29,7 @@ import sys
 import torch
 import torch.distributed as dist
 
+from scaleout import checks
 from scaleout import trees as T
 from scaleout.demos.collectives import rank_inputs
 from scaleout.demos.common import BACKENDS, default_device, init_from_env
@@ -68,10 +69,11 @@ def tree_allreduce_p2p(
     """Sum-all-reduce ``tensor`` in place over NCCL's double binary tree (``trees=2``) or
     its first tree alone (``trees=1``), pipelined in ``chunks`` pieces per tree: the steps of
     :func:`scaleout.trees.tree_allreduce_schedule`, with real messages. Returns ``tensor``."""
-    if not 0 <= rank < world_size:
-        raise ValueError(f"rank must lie in [0, {world_size}), got {rank}")
+    checks.instance("tensor", tensor, torch.Tensor)
+    world_size = checks.integer("world_size", world_size, 1, T.MAX_RANKS)
+    rank = checks.integer("rank", rank, 0, world_size - 1)
     if tensor.numel() == 0:
-        raise ValueError("tensor must have at least one element")
+        raise checks.fail("tensor", "a tensor with at least one element", tensor)
     flat = tensor.contiguous().view(-1)  # (n,) shares storage with tensor when contiguous
     schedule = T.tree_allreduce_schedule(world_size, flat.numel(), chunks, trees)
     run_steps_p2p(flat, rank, schedule.steps())
@@ -90,8 +92,8 @@ def check_tree_allreduce(
     :func:`~scaleout.demos.common.init_from_env`, or :func:`scaleout.dist.run`). Returns
     ``{"two_trees": err, "one_tree": err}``, the same on every rank; 0.0 means exact.
     """
-    if numel < 1 or chunks < 1:
-        raise ValueError(f"numel and chunks must be >= 1, got {numel}, {chunks}")
+    numel = checks.integer("numel", numel, 1, checks.MAX_ELEMENTS)
+    chunks = checks.integer("chunks", chunks, 1, T.MAX_CHUNKS)
     device = default_device()
     x = torch.from_numpy(rank_inputs(world_size, numel, seed)[rank]).to(device)  # (n,)
     expected = x.clone()

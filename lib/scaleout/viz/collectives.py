@@ -12,6 +12,7 @@ import numpy as np
 import plotly.graph_objects as go
 from plotly.subplots import make_subplots
 
+from .. import checks
 from .. import collectives as C
 from .. import costmodel as M
 from .animate import animation
@@ -19,6 +20,8 @@ from .theme import NEUTRAL, rank_color, template
 
 SUM_COLOR = "#333333"
 LETTERS = "ABCDEFGH"
+MAX_POINTS = 2000  # points per curve of a cost figure (enough for any log axis)
+ALLREDUCE_ALGORITHMS = tuple(a for c, a in M.ALGORITHMS if c == "allreduce")
 
 # Input layout per collective for p ranks: (elements per rank in, elements per rank out).
 # One element stands for one chunk; slots a rank does not hold are drawn empty.
@@ -40,10 +43,9 @@ def holdings(collective: str, p: int = 4, root: int = 0):
     Each is a (p, p) object array of cells ``(chunk, frozenset(contributing ranks))`` or
     ``None`` for an empty slot. Derived from :func:`scaleout.collectives.reference`.
     """
-    if collective not in _SHAPES:
-        raise ValueError(f"collective must be one of {sorted(_SHAPES)}, got {collective!r}")
-    if not 2 <= p <= len(LETTERS):
-        raise ValueError(f"p must be in 2..{len(LETTERS)} for this figure, got {p}")
+    collective = checks.choice("collective", collective, tuple(_SHAPES))
+    p = checks.integer("p", p, 2, len(LETTERS))
+    root = checks.integer("root", root, 0, p - 1)
     n_in = p if _SHAPES[collective][0] == "p" else 1
     masks = np.array([[2.0**r] * n_in for r in range(p)])
     chunk_ids = np.array([[j if n_in > 1 else r for j in range(n_in)] for r in range(p)], float)
@@ -141,8 +143,7 @@ def collective_figure(collective: str, p: int = 4, root: int = 0) -> go.Figure:
 
 def ring_allreduce_animation(p: int) -> go.Figure:
     """The ring all-reduce step by step: how many ranks' data each chunk slot holds."""
-    if not 2 <= p <= len(LETTERS):
-        raise ValueError(f"p must be in 2..{len(LETTERS)}, got {p}")
+    p = checks.integer("p", p, 2, len(LETTERS))
     steps = C.ring_allreduce_schedule(p, p)  # one element per chunk
     masks = np.array([[2.0**r] * p for r in range(p)])
     states = C.replay(masks, steps, trajectory=True)  # (2(p-1)+1, p, p)
@@ -219,14 +220,29 @@ def _add_algorithm_lines(fig, x, seconds_by_algorithm, mode, hovertemplate):
     """One line per algorithm (times in seconds, drawn in µs), each with its own dash."""
     dashes = ("solid", "dash", "dot", "dashdot", "longdash")
     for i, (alg, seconds) in enumerate(seconds_by_algorithm.items()):
+        with np.errstate(over="ignore"):
+            micros = checks.finite_result("times in µs", np.asarray(seconds) * 1e6)
         fig.add_scatter(
             x=x,
-            y=seconds * 1e6,
+            y=micros,
             name=alg.replace("_", " "),
             mode=mode,
             line=dict(dash=dashes[i % len(dashes)], width=2.5),
             hovertemplate=hovertemplate,
         )
+
+
+def _sizes(name: str, values, default=None) -> np.ndarray:
+    """Positive finite sizes for a log axis (at most MAX_POINTS), or the default grid."""
+    if values is None and default is not None:
+        return default
+    return checks.array(name, values, ndim=1, low=0.0, low_open=True, max_size=MAX_POINTS)
+
+
+def _algorithms(algorithms) -> tuple[str, ...]:
+    if not isinstance(algorithms, list | tuple) or not 1 <= len(algorithms) <= 8:
+        raise checks.fail("algorithms", f"a tuple of 1 to 8 of {ALLREDUCE_ALGORITHMS}", algorithms)
+    return tuple(checks.choice("algorithms[i]", a, ALLREDUCE_ALGORITHMS) for a in algorithms)
 
 
 def cost_curves(
@@ -239,7 +255,11 @@ def cost_curves(
 ) -> go.Figure:
     """All-reduce time against message size (log-log) for several algorithms, crossovers
     marked. Times from :func:`scaleout.costmodel.collective_time`."""
-    nbytes = np.logspace(2, 10, 81) if nbytes is None else np.asarray(nbytes, float)
+    nbytes = _sizes("nbytes", nbytes, np.logspace(2, 10, 81))
+    algorithms = _algorithms(algorithms)
+    p = checks.integer("p", p, 1, M.MAX_RANKS)
+    alpha, beta = checks.positive("alpha", alpha), checks.positive("beta", beta)
+    gamma = checks.nonnegative("gamma", gamma)
     fig = go.Figure(layout=dict(template=template()))
     times = {
         a: M.collective_time("allreduce", a, nbytes, p, alpha, beta, gamma) for a in algorithms
@@ -273,9 +293,17 @@ def cost_curves(
 
 def measured_vs_model(nbytes, seconds, fit, p: int) -> go.Figure:
     """Measured all-reduce times (points) with the fitted ring model (line)."""
-    nbytes = np.asarray(nbytes, float)
+    nbytes = _sizes("nbytes", nbytes)
+    seconds = checks.array("seconds", seconds, ndim=1, low=0.0, low_open=True,
+                           max_size=MAX_POINTS)  # fmt: skip
+    if seconds.shape != nbytes.shape:
+        raise checks.fail("seconds", f"one time per size ({nbytes.size})", seconds.size)
+    checks.instance("fit", fit, M.AlphaBetaFit)
+    p = checks.integer("p", p, 1, M.MAX_RANKS)
     grid = np.logspace(np.log10(nbytes.min()), np.log10(nbytes.max()), 60)
     model = M.collective_time("allreduce", "ring", grid, p, fit.alpha, fit.beta)
+    with np.errstate(over="ignore"):
+        checks.finite_result("times in ms", np.r_[seconds, model] * 1e3)
     fig = go.Figure(layout=dict(template=template()))
     fig.add_scatter(
         x=nbytes,
@@ -310,7 +338,11 @@ def cost_vs_ranks(
     ranks=None,
 ) -> go.Figure:
     """All-reduce time against the number of ranks p for one message size (log-log)."""
-    ranks = 2 ** np.arange(1, 13) if ranks is None else np.asarray(ranks)
+    ranks = 2 ** np.arange(1, 13) if ranks is None else M._ranks(ranks, "ranks")
+    if np.ndim(ranks) != 1 or np.size(ranks) > MAX_POINTS:
+        raise checks.fail("ranks", f"a 1-D array of at most {MAX_POINTS} rank counts", ranks)
+    nbytes = checks.positive("nbytes", nbytes)
+    algorithms = _algorithms(algorithms)
     fig = go.Figure(layout=dict(template=template()))
     times = {
         a: M.collective_time("allreduce", a, nbytes, ranks, alpha, beta, gamma) for a in algorithms

@@ -13,6 +13,7 @@ import numpy as np
 import plotly.graph_objects as go
 from plotly.subplots import make_subplots
 
+from .. import checks
 from .. import collectives as C
 from .. import costmodel as M
 from .. import trees as T
@@ -23,12 +24,28 @@ TREE_COLORS = ("#332288", "#882255")  # tree 1, tree 2
 ROLE_SYMBOLS = {"root": "diamond", "interior": "circle", "leaf": "square"}
 _LINES = {"ring": ("#000000", "solid"), "one tree": (TREE_COLORS[0], "dot"),
           "two trees": (TREE_COLORS[1], "dash")}  # fmt: skip
+MAX_POINTS = 2000  # points per curve of a cost figure
 
 
-def _check_n(n: int, low: int = 2, high: int = 64) -> int:
-    if isinstance(n, bool) or not isinstance(n, int | np.integer) or not low <= n <= high:
-        raise ValueError(f"n must be an integer in {low}..{high} for this figure, got {n!r}")
-    return int(n)
+def _check_n(n: int, low: int = 2, high: int = 64, name: str = "n") -> int:
+    return checks.integer(name, n, low, high)
+
+
+def _link(link: str) -> str:
+    return "" if link == "" else checks.text("link", link, 80)
+
+
+def _sizes(name: str, values) -> np.ndarray:
+    return checks.array(name, values, ndim=1, low=0.0, low_open=True, max_size=MAX_POINTS)
+
+
+def _scaled(name: str, values, scale: float) -> np.ndarray:
+    """``values * scale`` for a figure axis; an overflow raises (NaN, "no crossover", is a
+    gap in the line)."""
+    with np.errstate(over="ignore", invalid="ignore"):
+        out = np.asarray(values, dtype=np.float64) * scale
+    checks.finite_result(name, np.nan_to_num(out, nan=0.0, posinf=np.inf, neginf=-np.inf))
+    return out
 
 
 def _roles(tree: T.BinaryTree) -> list[str]:
@@ -79,7 +96,7 @@ def _node_traces(tree, x, depth, roles, other_roles, which, xaxis, yaxis, size):
 
 def trees_figure(n: int, nccl_version=T.RULE_CHANGED) -> go.Figure:
     """NCCL's two trees for n ranks (2..64), one panel each; node shape = role in that tree."""
-    n = _check_n(n)
+    n, nccl_version = _check_n(n), T._version(nccl_version)
     pair = T.double_binary_tree(n, nccl_version)
     roles = [_roles(t) for t in pair]
     shifted = T._second_tree_is_shifted(n, tuple(nccl_version))
@@ -126,8 +143,9 @@ def trees_figure(n: int, nccl_version=T.RULE_CHANGED) -> go.Figure:
 def allreduce_animation(p: int, chunks: int = 4, trees: int = 2) -> go.Figure:
     """The pipelined all-reduce step by step: active edges of each tree, and how many ranks'
     data each chunk of each rank holds (Σ: all p). From :func:`scaleout.trees.tree_allreduce`
-    run on ones, one element per chunk."""
-    p = _check_n(p, 2, 16)
+    run on ones, one element per chunk. At most 60 frames: chunks <= 60 - 2 ceil(log2 p)."""
+    p, trees = _check_n(p, 2, 16, "p"), T._trees(trees)
+    chunks = checks.integer("chunks", chunks, 1, 60 - 2 * int(M.ceil_log2(p)))
     sched = T.tree_allreduce_schedule(p, trees * chunks, chunks, trees)
     states = C.replay(np.ones((p, trees * chunks)), sched.steps(), trajectory=True)
     pair = T.double_binary_tree(p)[:trees]
@@ -229,7 +247,10 @@ def cost_vs_ranks(alpha: float, beta: float, link: str = "", ranks=None) -> go.F
     """Three panels against rank count: the latency floor (1 chunk), the bandwidth term
     (many chunks) and the crossover size below which each tree beats the ring."""
     ranks = np.unique(np.round(np.logspace(np.log10(2), np.log10(65536), 97))) if (
-        ranks is None) else np.asarray(ranks, float)  # fmt: skip
+        ranks is None) else M._ranks(ranks, "ranks")  # fmt: skip
+    if ranks.ndim != 1 or ranks.size > MAX_POINTS or ranks.min() < 2:
+        raise checks.fail("ranks", f"a 1-D array of at most {MAX_POINTS} rank counts >= 2", ranks)
+    alpha, beta, link = checks.positive("alpha", alpha), checks.positive("beta", beta), _link(link)
     fig = make_subplots(
         rows=3,
         cols=1,
@@ -253,10 +274,10 @@ def cost_vs_ranks(alpha: float, beta: float, link: str = "", ranks=None) -> go.F
     for row, (data, unit) in enumerate(((lat, "µs"), (per_byte, "B/B"), (cross, "B")), 1):
         for name, y in data.items():
             color, dash = _LINES[name]
-            scale = 1e6 if row == 1 else 1.0
             fig.add_scatter(
-                x=ranks, y=np.asarray(y) * scale, mode="lines", name=name, legendgroup=name,
-                showlegend=row == 1, line=dict(color=color, dash=dash, width=2.5),
+                x=ranks, y=_scaled("the curves", y, 1e6 if row == 1 else 1.0), mode="lines",
+                name=name, legendgroup=name, showlegend=row == 1,
+                line=dict(color=color, dash=dash, width=2.5),
                 hovertemplate=f"{name}, p = %{{x}}: %{{y:.4g}} {unit}<extra></extra>",
                 row=row, col=1,
             )  # fmt: skip
@@ -287,7 +308,9 @@ def _link_text(link: str, alpha: float, beta: float) -> str:
 def time_vs_size(p: int, alpha: float, beta: float, link: str = "", nbytes=None) -> go.Figure:
     """All-reduce time against message size on p ranks: ring, one tree, two trees (best
     chunk count), with the crossovers against the ring marked."""
-    nbytes = np.logspace(1, 11, 101) if nbytes is None else np.asarray(nbytes, float)
+    nbytes = np.logspace(1, 11, 101) if nbytes is None else _sizes("nbytes", nbytes)
+    p = checks.integer("p", p, 2, M.MAX_RANKS)
+    alpha, beta, link = checks.positive("alpha", alpha), checks.positive("beta", beta), _link(link)
     fig = go.Figure(layout=dict(template=template()))
     ring = M.collective_time("allreduce", "ring", nbytes, p, alpha, beta)
     curves = {"ring": ring, "one tree": T.best_tree_time(nbytes, p, alpha, beta, 1),
@@ -296,7 +319,7 @@ def time_vs_size(p: int, alpha: float, beta: float, link: str = "", nbytes=None)
         color, dash = _LINES[name]
         fig.add_scatter(
             x=nbytes,
-            y=np.asarray(t) * 1e6,
+            y=_scaled("the times", t, 1e6),
             name=name,
             mode="lines",
             line=dict(color=color, dash=dash, width=2.5),
@@ -325,7 +348,7 @@ def time_vs_size(p: int, alpha: float, beta: float, link: str = "", nbytes=None)
 
 def traffic_figure(p: int = 8, chunks: int = 8) -> go.Figure:
     """Flows into and out of each rank per step: two-tree all-reduce against the ring."""
-    p = _check_n(p, 2, 16)
+    p, chunks = _check_n(p, 2, 16, "p"), checks.integer("chunks", chunks, 1, 32)
     tree_steps = T.tree_allreduce_schedule(p, 2 * chunks, chunks, 2).steps()
     ring_steps = C.ring_allreduce_schedule(p, p)
     data = [T.flows_per_step(tree_steps, p), T.flows_per_step(ring_steps, p)]
@@ -351,13 +374,22 @@ def traffic_figure(p: int = 8, chunks: int = 8) -> go.Figure:
 
 def measured_figure(nbytes, seconds: dict, p: int) -> go.Figure:
     """Measured times of hand-written all-reduces against message size, one line each."""
-    nbytes = np.asarray(nbytes, float)
-    fig = go.Figure(layout=dict(template=template()))
+    nbytes, p = _sizes("nbytes", nbytes), checks.integer("p", p, 1, M.MAX_RANKS)
+    if not isinstance(seconds, dict) or not 1 <= len(seconds) <= 8:
+        raise checks.fail("seconds", "a dict of 1 to 8 {name: times in seconds}", seconds)
+    curves = {}
     for name, t in seconds.items():
+        t = checks.array(f"seconds[{checks.text('name', name, 40)!r}]", t, ndim=1, low=0.0,
+                         low_open=True, max_size=MAX_POINTS)  # fmt: skip
+        if t.shape != nbytes.shape:
+            raise checks.fail(f"seconds[{name!r}]", f"one time per size ({nbytes.size})", t.size)
+        curves[name] = t
+    fig = go.Figure(layout=dict(template=template()))
+    for name, t in curves.items():
         color, dash = _LINES.get(name, (rank_color(1), "dashdot"))
         fig.add_scatter(
             x=nbytes,
-            y=np.asarray(t) * 1e3,
+            y=_scaled("the times", t, 1e3),
             name=name,
             mode="lines+markers",
             line=dict(color=color, dash=dash, width=2.5),
