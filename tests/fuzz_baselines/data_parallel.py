@@ -5,8 +5,9 @@ from scaleout import data_parallel as D
 
 SIZES = [4096.0, 1024.0, 4096.0, 1024.0]
 BACKWARD = [1e-3, 1e-4, 1e-3, 1e-4]
-TL = D.step_timeline(SIZES, BACKWARD, 4, 3e-6, 2e-11, bucket_cap_bytes=5000.0,
-                     first_bucket_cap_bytes=1024.0)
+TL = D.step_timeline(
+    SIZES, BACKWARD, 4, 3e-6, 2e-11, bucket_cap_bytes=5000.0, first_bucket_cap_bytes=1024.0
+)
 BUCKETS = D.assign_buckets(SIZES, 5000.0, 1024.0)
 RNG = np.random.default_rng(0)
 X = RNG.standard_normal((8, 2))
@@ -25,10 +26,27 @@ BASELINES = {
     "bucket_caps": call(25),
     "Buckets": call(BUCKETS.params, BUCKETS.nbytes, BUCKETS.caps),
     "assign_buckets": call(SIZES, 5000.0, 1024.0),
-    "StepTimeline": call(TL.grad_ready_s, TL.compute_s, TL.backward_s, TL.buckets, TL.ready_s,
-                         TL.start_s, TL.end_s, TL.forward_s),
-    "step_timeline": call(SIZES, BACKWARD, 4, 3e-6, 2e-11, bucket_cap_bytes=5000.0,
-                          first_bucket_cap_bytes=1024.0, forward_s=1e-3, gamma_s_per_byte=0.0),
+    "StepTimeline": call(
+        TL.grad_ready_s,
+        TL.compute_s,
+        TL.backward_s,
+        TL.buckets,
+        TL.ready_s,
+        TL.start_s,
+        TL.end_s,
+        TL.forward_s,
+    ),
+    "step_timeline": call(
+        SIZES,
+        BACKWARD,
+        4,
+        3e-6,
+        2e-11,
+        bucket_cap_bytes=5000.0,
+        first_bucket_cap_bytes=1024.0,
+        forward_s=1e-3,
+        gamma_s_per_byte=0.0,
+    ),
     "naive_timeline": call(SIZES, BACKWARD, 4, 3e-6, 2e-11, forward_s=1e-3, gamma_s_per_byte=0.0),
     "Accumulation": call(4, 1e-2, 8, 1e-3, 1e-4),
     "accumulation": call(TL, 4, no_sync=True),
@@ -40,6 +58,15 @@ BASELINES = {
     "allreduce_itemsize": call("float32", comm_hook="bf16_compress"),
     "ParallelLayout": call(1024, 8, 8, 1536, micro_batch=2),
     "data_parallel_groups": call(16, 2, 4),
-    "uniform_model_timelines": call(1e8, 24, 8, 3e-6, 2e-11, bucket_cap_mb=None, tokens=4096,
-                                    flops_per_s=1e14, bytes_per_param=2.0),
+    "uniform_model_timelines": call(
+        1e8,
+        24,
+        8,
+        3e-6,
+        2e-11,
+        bucket_cap_mb=None,
+        tokens=4096,
+        flops_per_s=1e14,
+        bytes_per_param=2.0,
+    ),
 }
