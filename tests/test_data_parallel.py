@@ -179,10 +179,20 @@ def torch_initial_buckets(sizes_bytes, bucket_cap_mb):
 @given(
     numels=st.lists(st.integers(1, 400_000), min_size=1, max_size=30),
     cap_mb=st.sampled_from([None, 0.05, 0.25, 1, 2]),
+    seed=st.integers(0, 2**32 - 1),
 )
 @SETTINGS
-def test_ddp_buckets_match_torch_in_every_case(numels, cap_mb):
+def test_ddp_buckets_match_torch_in_every_case(numels, cap_mb, seed):
     sizes = np.array(numels) * 4
+    # Rebuilt in an arbitrary arrival order: torch's C++ rule given the same order.
+    order = np.random.default_rng(seed).permutation(len(sizes))
+    first, cap = D.bucket_caps(cap_mb)
+    tensors = [torch.empty(int(sizes[i]) // 4) for i in order]
+    want, _ = dist._compute_bucket_assignment_by_size(
+        tensors, [first, cap], [False] * len(tensors), order.tolist()
+    )
+    got = D.ddp_buckets(sizes, cap_mb, arrival_order=order)
+    assert [list(b) for b in got.params] == want
     unused = D.ddp_buckets(sizes, cap_mb, find_unused_parameters=True)
     assert [list(b) for b in unused.params] == torch_initial_buckets(sizes, cap_mb)
     never_rebuilt = D.ddp_buckets(sizes, cap_mb, rebuilt=False, find_unused_parameters=True)
@@ -485,6 +495,7 @@ def test_recomputing_the_explorer_at_1000_layers_is_fast():
             "stay finite",
         ),
         (lambda: D.ddp_buckets([1, 2], rebuilt=1), "rebuilt must be True or False"),
+        (lambda: D.ddp_buckets([1, 2], arrival_order=[0, 0]), "arrival_order must be a perm"),
         (lambda: D.gradient_memory(-1), "grad_bytes"),
         (lambda: D.allreduce_itemsize("fp8"), "param_dtype must be one of"),
         (lambda: D.allreduce_itemsize("float32", ["bf16_compress"]), "comm_hook must be one of"),

@@ -333,20 +333,27 @@ def assign_buckets(
 
 
 def ddp_buckets(
-    param_bytes, bucket_cap_mb=None, *, rebuilt: bool = True, find_unused_parameters=False
+    param_bytes,
+    bucket_cap_mb=None,
+    *,
+    rebuilt: bool = True,
+    find_unused_parameters: bool = False,
+    arrival_order=None,
 ) -> Buckets:
-    """The buckets torch 2.13's DDP all-reduces, in launch order, for a model whose
-    gradients arrive in reverse registration order.
+    """The buckets torch 2.13's DDP all-reduces, in launch order.
 
     * ``find_unused_parameters=False`` (DDP's default; ``static_graph=True`` alike): the
       first iteration (``rebuilt=False``) has one bucket of every parameter in registration
       order, with no cap (limits ``[sys.maxsize]``); from the second on (``rebuilt=True``)
-      the rebuilt buckets of :func:`assign_buckets` with the caps of :func:`bucket_caps`.
+      buckets rebuilt in the order the gradients arrived in the first backward pass, with
+      the caps of :func:`bucket_caps`. ``arrival_order`` lists the parameters (indices in
+      registration order) in that order; ``None`` means reverse registration order, as in
+      a sequential model in fp32 (then the buckets are :func:`assign_buckets`').
     * ``find_unused_parameters=True``: DDP fills buckets once, at construction, in
       registration order with limits [first cap, cap], all-reduces them last-filled first,
-      and never rebuilds them (``Reducer::should_rebuild_buckets``), so ``rebuilt`` does not
-      matter. The small first cap then applies to the bucket of the first layers, which is
-      all-reduced last.
+      and never rebuilds them (``Reducer::should_rebuild_buckets``), so ``rebuilt`` and
+      ``arrival_order`` do not matter. The small first cap then applies to the bucket of
+      the first layers, which is all-reduced last.
 
     Sources: ``_BucketCapacityConfig.compute_bucket_size_limits`` and ``_ddp_init_helper``
     (torch/nn/parallel/distributed.py), ``Reducer::rebuild_buckets`` (reducer.cpp).
@@ -355,12 +362,22 @@ def ddp_buckets(
     first, cap = bucket_caps(bucket_cap_mb)
     rebuilt = checks.boolean("rebuilt", rebuilt)
     unused = checks.boolean("find_unused_parameters", find_unused_parameters)
-    if not unused:
-        if rebuilt:
-            return assign_buckets(sizes, cap, first)
-        return Buckets((np.arange(sizes.size),), np.array([sizes.sum()]), np.array([NO_CAP]))
-    params, nbytes, caps = _fill(sizes, np.arange(sizes.size), first, cap)
-    return Buckets(tuple(params[::-1]), np.array(nbytes[::-1]), np.array(caps[::-1]))
+    n = sizes.size
+    if arrival_order is None:
+        order = np.arange(n)[::-1]
+    else:
+        order = checks.array("arrival_order", arrival_order, ndim=1, integer=True, low=0,
+                             max_size=MAX_TENSORS)  # fmt: skip
+        if not np.array_equal(np.sort(order), np.arange(n)):
+            raise checks.fail("arrival_order", f"a permutation of the {n} parameter indices",
+                              order.tolist())  # fmt: skip
+    if unused:
+        params, nbytes, caps = _fill(sizes, np.arange(n), first, cap)
+        return Buckets(tuple(params[::-1]), np.array(nbytes[::-1]), np.array(caps[::-1]))
+    if not rebuilt:
+        return Buckets((np.arange(n),), np.array([sizes.sum()]), np.array([NO_CAP]))
+    params, nbytes, caps = _fill(sizes, order, first, cap)
+    return Buckets(tuple(params), np.array(nbytes), np.array(caps))
 
 
 @dataclass(frozen=True)
