@@ -47,18 +47,29 @@ import numpy as np
 
 from . import checks, collectives, costmodel
 
-MIB = 2**20  # bytes in one MiB; DDP's "MB" (torch/nn/parallel/distributed.py, _MB_TO_BYTES)
-DEFAULT_BUCKET_CAP_MB = 25  # torch/nn/parallel/distributed.py, _DEFAULT_BUCKET_CAP_MB
-DEFAULT_FIRST_BUCKET_BYTES = MIB  # torch.distributed._DEFAULT_FIRST_BUCKET_BYTES (reducer.hpp)
-NO_CAP = sys.maxsize  # DDP's "no limit": its first-iteration bucket limits are [sys.maxsize]
+#: Bytes in one MiB, DDP's "MB" (torch/nn/parallel/distributed.py, ``_MB_TO_BYTES``).
+MIB = 2**20
+#: DDP's default ``bucket_cap_mb`` (torch/nn/parallel/distributed.py).
+DEFAULT_BUCKET_CAP_MB = 25
+#: ``torch.distributed._DEFAULT_FIRST_BUCKET_BYTES`` (``kDefaultFirstBucketBytes``, reducer.hpp).
+DEFAULT_FIRST_BUCKET_BYTES = MIB
+#: DDP's "no limit" (its first-iteration bucket limits are ``[sys.maxsize]``).
+NO_CAP = sys.maxsize
 
-MAX_RANKS = 65536  # the book's largest case (chapter 9's 65,536-rank trees)
-MAX_TENSORS = 2**20  # parameter tensors; a 1T-parameter transformer has a few thousand
-MAX_PARAMS = 1e15  # parameters: 1000 times the largest published dense models
-MAX_GRADIENT_BYTES = float(2**53)  # bytes of all gradients: integer sums exact in float64
-MAX_MICRO_STEPS = 2**20  # micro-steps of gradient accumulation per optimizer step
-MAX_SGD_WORK = 2**26  # elements (samples x features x steps) data_parallel_sgd touches
-MAX_BATCH = 2**50  # samples in one global batch (shard_sizes)
+#: Most ranks in a world or group, the book's largest case.
+MAX_RANKS = 65536
+#: Most parameter tensors (a 1T-parameter transformer has a few thousand).
+MAX_TENSORS = 2**20
+#: Most parameters of a model, 1000 times the largest published dense models.
+MAX_PARAMS = 1e15
+#: Most bytes of gradients in all (sums of integer byte counts stay exact in float64).
+MAX_GRADIENT_BYTES = float(2**53)
+#: Most micro-steps of gradient accumulation per optimizer step.
+MAX_MICRO_STEPS = 2**20
+#: Most elements (samples x features, over all steps) :func:`data_parallel_sgd` touches.
+MAX_SGD_WORK = 2**26
+#: Most samples in one global batch.
+MAX_BATCH = 2**50
 
 PARAM_DTYPES = {"float32": 4, "bfloat16": 2, "float16": 2}  # bytes per element
 COMM_HOOKS = (None, "allreduce", "fp16_compress", "bf16_compress")
@@ -267,7 +278,8 @@ class Buckets:
 
     @property
     def capped(self) -> np.ndarray:
-        """(n_buckets,) True where a finite cap applied (False: DDP's ``sys.maxsize``)."""
+        """Whether a finite cap applied to each bucket, ``(n_buckets,)`` booleans (False for
+        DDP's ``sys.maxsize``)."""
         return self.caps < NO_CAP
 
     def bucket_of(self) -> np.ndarray:
@@ -711,12 +723,12 @@ class ParallelLayout:
 
     @property
     def data(self) -> int:
-        """d: replicas of every model shard (the size of each data-parallel group)."""
+        """The number d of replicas of every model shard (each data-parallel group's size)."""
         return self.world_size // (self.tensor * self.pipeline)
 
     @property
     def groups(self) -> int:
-        """t p: data-parallel groups, all-reducing concurrently."""
+        """The number t p of data-parallel groups, all-reducing concurrently."""
         return self.tensor * self.pipeline
 
     @property

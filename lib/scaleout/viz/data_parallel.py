@@ -24,10 +24,15 @@ from ..data_parallel import Buckets, StepTimeline
 from .animate import animation
 from .theme import NEUTRAL, new_figure, rank_color
 
+#: Frames of the timeline animation (at most).
 TIMELINE_FRAMES = 40
+#: Most bucket colours (:func:`bucket_colors`).
 MAX_BUCKET_COLORS = 4096
+#: Most ranks in :func:`gradient_average_figure`.
 MAX_ARROWS = 64
+#: Most parameters in :func:`bucket_figure`.
 MAX_BARS = 4096
+#: Most caps in :func:`cap_sweep_figure`.
 MAX_SWEEP = 1000
 _LANES = ("naive: backward", "naive: all-reduce", "DDP: backward", "DDP: all-reduce")
 
