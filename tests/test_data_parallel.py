@@ -578,6 +578,12 @@ def test_ddp_and_handwritten_all_reduce_match_one_process_on_4_cpu_ranks():
         assert report["allreduces_ddp"] == (7, 7, True)
         assert report["allreduces_no_sync"] == (7, 7, True)
         assert report["allreduces_sync_every_micro_step"] == (34, 34, True)
+        # Under autocast: fp32 buckets, bytes held as gradient_memory predicts (2x without
+        # gradient_as_bucket_view), rebuilt in the observed arrival order.
+        assert report["memory"] == {
+            "bucket_view=False": (True, True, True),
+            "bucket_view=True": (True, True, True),
+        }
 
 
 @pytest.mark.slow
@@ -601,6 +607,7 @@ def test_data_parallel_demo_under_torchrun(torchrun):
     for key in ("handwritten", "ddp", "no_sync", "sync_every_micro_step"):
         assert re.search(rf"^{key}\s+world_size=4 .* ok$", out, re.M), out
     assert "bucket all-reduces=34 (expected 34" in out
+    assert len(re.findall(r"^autocast, bucket_view=(True|False) .* ok$", out, re.M)) == 2, out
 
 
 def test_demo_rejects_bad_arguments_before_starting():

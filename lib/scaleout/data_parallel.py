@@ -256,7 +256,9 @@ class Buckets:
         if not isinstance(self.params, tuple | list) or not 1 <= len(self.params) <= MAX_TENSORS:
             raise checks.fail("params", f"a tuple of 1 to {MAX_TENSORS} index arrays", self.params)
         members = tuple(
-            checks.array(f"params[{k}]", m, ndim=1, integer=True, low=0, max_size=MAX_TENSORS)
+            m.astype(np.int64, copy=False)  # fast path: what _fill builds (checked below)
+            if isinstance(m, np.ndarray) and m.ndim == 1 and m.dtype.kind in "iu" and m.size
+            else checks.array(f"params[{k}]", m, ndim=1, integer=True, low=0, max_size=MAX_TENSORS)
             for k, m in enumerate(self.params)
         )
         flat = np.concatenate(members)
