@@ -419,7 +419,9 @@ def gradient_memory(grad_bytes, gradient_as_bucket_view: bool = False) -> Gradie
     gradients (``grad_bytes`` more). With ``gradient_as_bucket_view=True`` each ``.grad``
     becomes a view into its bucket (from the first bucket rebuild on), so nothing is held
     twice (DDP's docstring: "the saved memory size will be equal to the total gradients
-    size"; ``Reducer::mark_variable_ready_dense`` in reducer.cpp).
+    size"; ``Reducer::mark_variable_ready_dense`` in reducer.cpp). Not counted: the moment
+    of the rebuild (the second forward pass), when DDP "may allocate new buckets before
+    deallocating old buckets" (``_pre_forward`` in distributed.py).
     """
     total = checks.nonnegative("grad_bytes", grad_bytes, MAX_GRADIENT_BYTES)
     view = checks.boolean("gradient_as_bucket_view", gradient_as_bucket_view)
