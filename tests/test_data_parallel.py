@@ -2,6 +2,7 @@
 bucketing), the step timeline; real DDP on 4 CPU processes and under torchrun."""
 
 import re
+import sys
 
 import numpy as np
 import pytest
@@ -152,6 +153,157 @@ def test_bucket_caps_follow_ddp_in_torch_2_13():
         assert D.bucket_caps(mb) == (cfg.first_bucket_bytes_cap, cfg.bucket_bytes_cap)
 
 
+def test_first_iteration_limits_follow_torch_2_13():
+    # DDP's own rule for the construction-time buckets: one bucket ([sys.maxsize]) unless
+    # find_unused_parameters=True; an empty rebuild list lets the C++ Reducer use its
+    # [first_bucket_bytes_cap, bucket_bytes_cap] when it rebuilds.
+    default = _BucketCapacityConfig.create(None, None, False)
+    assert default.compute_bucket_size_limits(False, False) == ([sys.maxsize], [])
+    assert default.compute_bucket_size_limits(True, False) == ([sys.maxsize], [])
+    assert default.compute_bucket_size_limits(False, True) == ([2**20, 25 * 2**20], [])
+    explicit = _BucketCapacityConfig.create(1, None, False)
+    assert explicit.compute_bucket_size_limits(False, True) == ([2**20], [])
+    assert D.NO_CAP == sys.maxsize
+
+
+def torch_initial_buckets(sizes_bytes, bucket_cap_mb):
+    """DDP's construction-time buckets with find_unused_parameters=True, as
+    ``_ddp_init_helper`` computes them: registration order, then the list reversed."""
+    cfg = _BucketCapacityConfig.create(bucket_cap_mb, None, False)
+    limits, _ = cfg.compute_bucket_size_limits(static_graph=False, find_unused_parameters=True)
+    tensors = [torch.empty(int(b) // 4) for b in sizes_bytes]
+    buckets, _ = dist._compute_bucket_assignment_by_size(tensors, limits, [False] * len(tensors))
+    return list(reversed(buckets))
+
+
+@given(
+    numels=st.lists(st.integers(1, 400_000), min_size=1, max_size=30),
+    cap_mb=st.sampled_from([None, 0.05, 0.25, 1, 2]),
+    seed=st.integers(0, 2**32 - 1),
+)
+@SETTINGS
+def test_ddp_buckets_match_torch_in_every_case(numels, cap_mb, seed):
+    sizes = np.array(numels) * 4
+    # Rebuilt in an arbitrary arrival order: torch's C++ rule given the same order.
+    order = np.random.default_rng(seed).permutation(len(sizes))
+    first, cap = D.bucket_caps(cap_mb)
+    tensors = [torch.empty(int(sizes[i]) // 4) for i in order]
+    want, _ = dist._compute_bucket_assignment_by_size(
+        tensors, [first, cap], [False] * len(tensors), order.tolist()
+    )
+    got = D.ddp_buckets(sizes, cap_mb, arrival_order=order)
+    assert [list(b) for b in got.params] == want
+    unused = D.ddp_buckets(sizes, cap_mb, find_unused_parameters=True)
+    assert [list(b) for b in unused.params] == torch_initial_buckets(sizes, cap_mb)
+    never_rebuilt = D.ddp_buckets(sizes, cap_mb, rebuilt=False, find_unused_parameters=True)
+    assert [list(b) for b in never_rebuilt.params] == [list(b) for b in unused.params]
+    first, cap = D.bucket_caps(cap_mb)
+    rebuilt = D.ddp_buckets(sizes, cap_mb)
+    assert [list(b) for b in rebuilt.params] == torch_buckets(sizes, cap, first)
+    one = D.ddp_buckets(sizes, cap_mb, rebuilt=False)
+    assert len(one) == 1 and list(one.params[0]) == list(range(len(sizes)))
+    assert not one.capped.any() and one.nbytes[0] == sizes.sum()
+
+
+def test_ddp_buckets_of_the_chapters_mlp_with_find_unused_parameters():
+    # The chapter's MLP (8 tensors), 0.25 MiB caps: what real DDP printed in torch 2.13.
+    sizes = [65536, 1024, 262144, 1024, 262144, 1024, 10240, 40]
+    b = D.ddp_buckets(sizes, 0.25, find_unused_parameters=True)
+    assert [list(m) for m in b.params] == [[5, 6, 7], [3, 4], [0, 1, 2]]
+
+
+def test_gradient_memory_and_allreduce_itemsize():
+    assert D.gradient_memory(1.4e9).total_bytes == 2.8e9  # a copy in the buckets
+    assert D.gradient_memory(1.4e9, gradient_as_bucket_view=True).total_bytes == 1.4e9
+    assert D.allreduce_itemsize() == 4 and D.allreduce_itemsize("float32", "allreduce") == 4
+    assert D.allreduce_itemsize("float32", "bf16_compress") == 2
+    assert D.allreduce_itemsize("float32", "fp16_compress") == 2
+    assert D.allreduce_itemsize("bfloat16") == 2
+
+
+def test_data_parallel_groups_reproduce_megatrons_example():
+    # megatron/core/parallel_state.py, initialize_model_parallel: 16 GPUs, t = 2, p = 4.
+    groups = D.data_parallel_groups(16, 2, 4)
+    assert groups.tolist() == [
+        [0, 2], [1, 3], [4, 6], [5, 7], [8, 10], [9, 11], [12, 14], [13, 15]
+    ]  # fmt: skip
+    layout = D.ParallelLayout(1024, 8, 8, 1536)
+    assert (layout.data, layout.groups, layout.samples_per_replica) == (16, 64, 96)
+    assert layout.micro_batches == 96 and D.ParallelLayout(1024, 8, 8, 1536, 2).micro_batches == 48
+    assert layout.gradient_bytes(64e9, 4) == 4e9
+
+
+@given(
+    t=st.sampled_from([1, 2, 4, 8]),
+    p=st.integers(1, 8),
+    d=st.integers(1, 16),
+)
+@SETTINGS
+def test_data_parallel_groups_partition_the_ranks_by_stage_and_tensor_rank(t, p, d):
+    groups = D.data_parallel_groups(t * p * d, t, p)
+    assert groups.shape == (t * p, d)
+    np.testing.assert_array_equal(np.sort(groups.ravel()), np.arange(t * p * d))
+    tensor_rank, stage = groups % t, groups // (t * d)  # Megatron's tp-cp-ep-dp-pp order
+    assert np.all(tensor_rank == tensor_rank[:, :1]) and np.all(stage == stage[:, :1])
+
+
+# ---------------------------------------------------- regressions (issue: robustness)
+
+
+def test_tiny_caps_terminate_with_one_bucket_per_parameter():
+    # Looped forever: taken + limit == taken in float64 appended empty buckets.
+    b = D.assign_buckets([1.0] * 3, bucket_cap_bytes=1e-17, first_bucket_cap_bytes=1e-17)
+    assert [list(m) for m in b.params] == [[2], [1], [0]]
+    tl = D.step_timeline(
+        [1e6] * 3, [1e-3] * 3, 4, 1e-6, 1e-9, bucket_cap_bytes=1e-300, first_bucket_cap_bytes=1e-300
+    )
+    assert len(tl.buckets) == 3
+    with pytest.raises(ValueError, match="n_params"):
+        D.uniform_model_timelines(1e24, 96, 64, 3e-6, 2e-11)
+    with pytest.raises(ValueError, match="bytes_per_param"):
+        D.uniform_model_timelines(350e6, 96, 64, 3e-6, 2e-11, bytes_per_param=1e18)
+
+
+@given(
+    sizes=st.lists(st.floats(1e-3, 1e12), min_size=1, max_size=50),
+    cap=st.floats(1e-300, 1e20),
+    first=st.floats(1e-300, 1e20),
+)
+@SETTINGS
+def test_every_bucket_holds_at_least_one_parameter_for_any_positive_caps(sizes, cap, first):
+    b = D.assign_buckets(sizes, cap, first)
+    assert 1 <= len(b) <= len(sizes) and all(len(m) >= 1 for m in b.params)
+    np.testing.assert_array_equal(np.concatenate(b.params), np.arange(len(sizes))[::-1])
+
+
+@given(
+    n_params=st.floats(1e5, 1e13),
+    n_layers=st.integers(1, 400),
+    world_size=st.integers(1, 65536),
+    alpha=st.floats(0, 1e-3),
+    gb_per_s=st.floats(0.1, 2000),
+    cap_mb=st.one_of(st.none(), st.floats(0.01, 4096)),
+    tokens=st.floats(1, 1e7),
+    flops=st.floats(1e9, 1e16),
+    k=st.integers(1, 64),
+)
+@SETTINGS
+def test_timelines_are_finite_and_nonnegative_for_realistic_inputs(
+    n_params, n_layers, world_size, alpha, gb_per_s, cap_mb, tokens, flops, k
+):
+    naive, ddp = D.uniform_model_timelines(
+        n_params, n_layers, world_size, alpha, 1 / (gb_per_s * 1e9),
+        bucket_cap_mb=cap_mb, tokens=tokens, flops_per_s=flops,
+    )  # fmt: skip
+    for tl in (naive, ddp):
+        values = [tl.step_s, tl.comm_s, tl.exposed_comm_s, tl.backward_s, tl.forward_s]
+        assert all(np.isfinite(v) and v >= 0 for v in values)
+        assert np.all(np.isfinite(tl.end_s)) and np.all(tl.end_s >= tl.start_s)
+    acc = D.accumulation(ddp, k, no_sync=True)
+    assert np.isfinite(acc.step_s) and acc.step_s >= ddp.step_s - 1e-12
+    assert acc.allreduces == len(ddp.buckets)
+
+
 def test_infinite_caps_make_one_bucket():
     b = D.assign_buckets([3, 5, 7], np.inf, np.inf)
     assert len(b) == 1 and b.nbytes[0] == 15 and list(b.params[0]) == [2, 1, 0]
@@ -291,44 +443,79 @@ def test_recomputing_the_explorer_at_1000_layers_is_fast():
 @pytest.mark.parametrize(
     "call, match",
     [
-        (lambda: D.assign_buckets([], 10, 10), "param_bytes must not be empty"),
-        (lambda: D.assign_buckets([1, 0], 10, 10), "param_bytes must be finite and > 0"),
+        (lambda: D.assign_buckets([], 10, 10), "param_bytes must be a non-empty 1-D"),
+        (lambda: D.assign_buckets([1, 0], 10, 10), "param_bytes must be finite real values > 0"),
         (lambda: D.assign_buckets([1, -3], 10, 10), "param_bytes"),
-        (lambda: D.assign_buckets([1, 2], 0, 10), "bucket_cap_bytes must be a number and > 0"),
+        (lambda: D.assign_buckets([1, 2], 0, 10), "bucket_cap_bytes must be a number .* > 0"),
         (lambda: D.assign_buckets([1, 2], 10, -1), "first_bucket_cap_bytes"),
         (lambda: D.assign_buckets([1, np.nan], 10, 10), "param_bytes"),
-        (lambda: D.bucket_caps(0), "bucket_cap_mb must be finite and > 0"),
+        (lambda: D.assign_buckets([2.0**53, 1e6]), "at most 9.007e\\+15 bytes in all"),
+        (lambda: D.bucket_caps(0), "bucket_cap_mb must be a finite number in"),
         (lambda: D.bucket_caps(-25), "bucket_cap_mb"),
-        (lambda: D.bucket_caps(1e-9), "at least 1 byte"),
-        (lambda: D.step_timeline([1], [1e-3], 0, 1e-6, 1e-9), "world_size must be an integer >= 1"),
+        (lambda: D.bucket_caps(1e-9), "bucket_cap_mb"),
+        (lambda: D.bucket_caps("25"), "bucket_cap_mb"),
+        (lambda: D.step_timeline([1], [1e-3], 0, 1e-6, 1e-9), "world_size must be an integer in"),
         (lambda: D.step_timeline([1], [1e-3], 2.5, 1e-6, 1e-9), "world_size"),
+        (lambda: D.step_timeline([1], [1e-3], 2**17, 1e-6, 1e-9), "world_size"),
         (lambda: D.step_timeline([1, 2], [1e-3], 2, 1e-6, 1e-9), "one entry per parameter"),
         (lambda: D.step_timeline([1], [-1.0], 2, 1e-6, 1e-9), "backward_s"),
         (lambda: D.step_timeline([1], [1.0], 2, -1e-6, 1e-9), "alpha"),
         (lambda: D.step_timeline([1], [1.0], 2, 1e-6, 1e-9, bucket_cap_bytes=0), "bucket_cap"),
-        (lambda: D.shard_sizes(10, 0), "world_size must be an integer >= 1"),
-        (lambda: D.shard_sizes(0, 2), "batch_size must be an integer >= 1"),
+        (lambda: D.step_timeline([1], [1.5e308], 2, 0, 1e-9, forward_s=1.5e308), "stay finite"),
+        (lambda: D.shard_sizes(10, 0), "world_size must be an integer in"),
+        (lambda: D.shard_sizes(0, 2), "batch_size must be an integer in"),
+        (lambda: D.shard_sizes(10, 10**18), "world_size"),
         (lambda: D.local_gradients(np.ones((4, 2)), [2, 1]), "add up to the batch size 4"),
-        (lambda: D.local_gradients(np.ones((4, 2)), [4, 0]), "integers >= 1"),
-        (lambda: D.average_gradients(np.ones((2, 3)), [1]), "sizes must hold 2"),
-        (lambda: D.uniform_layers(1e9, 0), "n_layers must be an integer >= 1"),
-        (lambda: D.uniform_layers(0, 10), "n_params must be finite and > 0"),
+        (lambda: D.local_gradients(np.ones((4, 2)), [4, 0]), "integer values >= 1"),
+        (lambda: D.local_gradients(np.ones((4, 2)), [[1], [1, 2]]), "sizes"),
+        (lambda: D.average_gradients(np.ones((2, 3)), [1]), "sizes must be 2 positive"),
+        (lambda: D.average_gradients(np.ones((2, 3)), "ab"), "sizes"),
+        (lambda: D.average_gradients([[1e308], [1e308]]), "stay finite"),
+        (lambda: D.uniform_layers(1e9, 0), "n_layers must be an integer in"),
+        (lambda: D.uniform_layers(1e9, 2**31), "n_layers"),
+        (lambda: D.uniform_layers(0, 10), "n_params must be a finite number in"),
         (lambda: D.backward_seconds([1.0], 0, 1e12), "tokens"),
+        (lambda: D.backward_seconds([1e15], 1e300, 1e-300), "stay finite"),
         (lambda: D.accumulation(D.naive_timeline([1], [1], 2, 0, 1e-9), 0), "k must be"),
+        (lambda: D.accumulation(None, 2), "timeline must be a data_parallel.StepTimeline"),
         (
             lambda: D.data_parallel_sgd(
                 D.squared_error_grads, [0.0], [(np.ones((2, 1)), np.ones(2))], 4, 0.1
             ),
-            "must hold >= world_size=4 samples",
+            "at least world_size=4 samples",
         ),
         (lambda: D.data_parallel_sgd(D.squared_error_grads, [0.0], [], 1, 0.0), "lr"),
-        (lambda: VD.bucket_colors(0), "n must be >= 1"),
+        (lambda: D.data_parallel_sgd(None, [0.0], [], 1, 0.1), "per_sample_grads must be callable"),
+        (lambda: D.data_parallel_sgd(D.squared_error_grads, [0.0], None, 1, 0.1), "batches"),
+        (lambda: D.data_parallel_sgd(D.squared_error_grads, [0.0], [], 2**31, 0.1), "world_size"),
+        (
+            lambda: D.data_parallel_sgd(
+                D.squared_error_grads, [0.0], [(np.ones((2, 1)), np.ones(2))] * 2, 1, 1e300
+            ),
+            "stay finite",
+        ),
+        (lambda: D.ddp_buckets([1, 2], rebuilt=1), "rebuilt must be True or False"),
+        (lambda: D.ddp_buckets([1, 2], arrival_order=[0, 0]), "arrival_order must be a perm"),
+        (lambda: D.gradient_memory(-1), "grad_bytes"),
+        (lambda: D.allreduce_itemsize("fp8"), "param_dtype must be one of"),
+        (lambda: D.allreduce_itemsize("float32", ["bf16_compress"]), "comm_hook must be one of"),
+        (lambda: D.ParallelLayout(1000, 8, 8, 1536), "world_size must be a multiple of"),
+        (lambda: D.ParallelLayout(1024, 8, 8, 1000), "global_batch must be a multiple of"),
+        (lambda: D.ParallelLayout(1024, 8, 8, 1536, micro_batch=0), "micro_batch"),
+        (lambda: D.data_parallel_groups(16, 3, 4), "world_size must be a multiple of"),
+        (lambda: D.Buckets((np.array([0]), np.array([0])), [1, 1], [1, 1]), "exactly once"),
+        (lambda: D.Buckets((np.array([0]),), [np.nan], [1]), "nbytes"),
+        (lambda: D.Accumulation(2, -1.0, 2, 0.0, 0.0), "step_s"),
+        (lambda: VD.bucket_colors(0), "n must be an integer in"),
+        (lambda: VD.bucket_colors(3_000_000), "n must be an integer in"),
         (
             lambda: VD.timeline_animation(
                 *D.uniform_model_timelines(1e6, 4, 2, 0, 1e-9), frames=61
             ),
             "frames",
         ),
+        (lambda: VD.timeline_figure(None, None), "naive must be a data_parallel.StepTimeline"),
+        (lambda: VD.gradient_average_figure(np.ones((3, 3)), [0, 0]), "rank_grads"),
     ],
 )
 def test_bad_inputs_raise_value_error_naming_the_argument(call, match):
@@ -345,7 +532,12 @@ def test_figures_build_with_axis_titles_and_bounded_animation():
     assert 2 <= len(anim.frames) <= viz.MAX_FRAMES
     assert "ms" in anim.layout.xaxis.title.text
     # The bars are stored once, in the figure; frames only move the veil and the line.
-    assert len(anim.data[0].x) == 96 * 2 and all(f.data[0].x is None for f in anim.frames)
+    # One backward bar and one all-reduce bar per bucket: naive has 1 bucket, DDP 25.
+    assert len(ddp.buckets) == 25 and len(anim.data[0].x) == len(anim.data[1].x) == 1 + 25
+    assert all(f.data[0].x is None for f in anim.frames)
+    # A bucket's backward bar spans exactly its parameters' compute.
+    last = ddp.buckets.params[-1]
+    np.testing.assert_allclose(anim.data[0].x[-1], ddp.compute_s[last].sum() * 1e3)
     assert anim.frames[1].data[2].base[0] > anim.frames[0].data[2].base[0]
     t_end = max(naive.end_s[-1], ddp.end_s[-1]) * 1e3
     assert anim.frames[-1].data[3].x[0] == pytest.approx(t_end, rel=1e-4)
@@ -386,6 +578,12 @@ def test_ddp_and_handwritten_all_reduce_match_one_process_on_4_cpu_ranks():
         assert report["allreduces_ddp"] == (7, 7, True)
         assert report["allreduces_no_sync"] == (7, 7, True)
         assert report["allreduces_sync_every_micro_step"] == (34, 34, True)
+        # Under autocast: fp32 buckets, bytes held as gradient_memory predicts (2x without
+        # gradient_as_bucket_view), rebuilt in the observed arrival order.
+        assert report["memory"] == {
+            "bucket_view=False": (True, True, True),
+            "bucket_view=True": (True, True, True),
+        }
 
 
 @pytest.mark.slow
@@ -409,6 +607,7 @@ def test_data_parallel_demo_under_torchrun(torchrun):
     for key in ("handwritten", "ddp", "no_sync", "sync_every_micro_step"):
         assert re.search(rf"^{key}\s+world_size=4 .* ok$", out, re.M), out
     assert "bucket all-reduces=34 (expected 34" in out
+    assert len(re.findall(r"^autocast, bucket_view=(True|False) .* ok$", out, re.M)) == 2, out
 
 
 def test_demo_rejects_bad_arguments_before_starting():

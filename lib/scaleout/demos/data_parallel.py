@@ -15,9 +15,13 @@ all-reduce after the backward pass, with ``torch.nn.parallel.DistributedDataPara
 with DDP plus gradient accumulation under ``no_sync``. Each rank also trains the model
 alone on the whole global batch (the reference); every way must give the same parameters
 (``torch.testing.assert_close``). DDP's buckets, seen through a communication hook, must be
-those of :func:`scaleout.data_parallel.assign_buckets`, and the number of bucket all-reduces
-must be the one the chapter predicts. Rank 0 prints one line per check; the exit status is
-non-zero on any mismatch. The chapter "Data parallelism" runs the same steps in its cells.
+those of :func:`scaleout.data_parallel.ddp_buckets` (one bucket in the first iteration, the
+rebuilt ones after it), and the number of bucket all-reduces must be the one the chapter
+predicts. Two steps under bf16 autocast check what the buckets cost: fp32 buffers, a second
+copy of the gradients unless ``gradient_as_bucket_view=True``
+(:func:`scaleout.data_parallel.gradient_memory`), rebuilt in the order the gradients
+arrived. Rank 0 prints one line per check; the exit status is non-zero on any mismatch.
+The chapter "Data parallelism" runs the same steps in its cells.
 """
 
 from __future__ import annotations
@@ -32,7 +36,7 @@ import torch.nn as nn
 from torch.distributed.algorithms.ddp_comm_hooks.default_hooks import allreduce_hook
 from torch.nn.parallel import DistributedDataParallel as DDP
 
-from scaleout.data_parallel import assign_buckets, bucket_caps
+from scaleout.data_parallel import ddp_buckets, gradient_memory
 from scaleout.demos.common import BACKENDS, default_device, init_from_env
 
 WIDTHS = (64, 256, 256, 256, 10)  # the chapter's MLP: 4 Linear layers, 8 parameter tensors
@@ -126,13 +130,21 @@ def train_ddp(
     return [p.detach() for p in model.module.parameters()], log
 
 
-def expected_buckets(bucket_cap_mb: float | None) -> list[list[str]]:
-    """The buckets :func:`scaleout.data_parallel.assign_buckets` predicts for
-    :func:`make_model`, as lists of parameter names."""
-    named = list(make_model().named_parameters())
-    sizes = [p.numel() * p.element_size() for _, p in named]
-    first, cap = bucket_caps(bucket_cap_mb)
-    return [[named[i][0] for i in b] for b in assign_buckets(sizes, cap, first).params]
+def _param_bytes() -> list[int]:
+    return [p.numel() * p.element_size() for p in make_model().parameters()]
+
+
+def _names(indices_per_bucket) -> list[list[str]]:
+    names = [name for name, _ in make_model().named_parameters()]
+    return [[names[i] for i in bucket] for bucket in indices_per_bucket]
+
+
+def expected_buckets(bucket_cap_mb: float | None, arrival_order=None) -> list[list[str]]:
+    """The rebuilt buckets :func:`scaleout.data_parallel.ddp_buckets` predicts for
+    :func:`make_model` (gradients arriving in ``arrival_order``, default reverse
+    registration order), as lists of parameter names."""
+    buckets = ddp_buckets(_param_bytes(), bucket_cap_mb, arrival_order=arrival_order)
+    return _names(buckets.params)
 
 
 def expected_log(bucket_cap_mb: float | None, synced_backwards: int) -> list[list[str]]:
@@ -140,8 +152,59 @@ def expected_log(bucket_cap_mb: float | None, synced_backwards: int) -> list[lis
     the first uses one bucket of every parameter in registration order; DDP then rebuilds
     its buckets in the order the gradients arrived (reverse registration order here), and
     every later pass all-reduces those, bucket 0 first."""
-    first = [[name for name, _ in make_model().named_parameters()]]
+    first = _names(ddp_buckets(_param_bytes(), bucket_cap_mb, rebuilt=False).params)
     return first + expected_buckets(bucket_cap_mb) * (synced_backwards - 1)
+
+
+def inspect_buckets(rank: int, world_size: int, bucket_cap_mb: float = 0.25, **ddp_options):
+    """Two DDP steps under bf16 autocast: (buffer dtypes, bytes held by the gradients and
+    the bucket buffers together, step 2's buckets, the order the gradients arrived)."""
+    device = default_device()
+    model = DDP(make_model().to(device), bucket_cap_mb=bucket_cap_mb, **ddp_options)
+    names = {id(p): n for n, p in model.module.named_parameters()}
+    buffers, order, arrival = {}, [], []
+
+    def keep_buffer(state, bucket):
+        buffers[bucket.index()] = bucket.buffer()
+        order.append([names[id(p)] for p in bucket.parameters()])
+        return allreduce_hook(state, bucket)
+
+    model.register_comm_hook(None, keep_buffer)
+    for p in model.parameters():
+        p.register_post_accumulate_grad_hook(lambda p: arrival.append(names[id(p)]))
+    opt = torch.optim.SGD(model.parameters(), lr=LR)
+    x, y = make_batches(1, 8 * world_size)[0]
+    xs, ys = _shard(x, y, rank, world_size, device)
+    for _ in range(2):
+        opt.zero_grad()
+        with torch.autocast(device.type, dtype=torch.bfloat16):
+            loss = nn.functional.cross_entropy(model(xs), ys)
+        loss.backward()
+        opt.step()
+    tensors = [p.grad for p in model.parameters()] + list(buffers.values())
+    held = {t.untyped_storage().data_ptr(): t.untyped_storage().nbytes() for t in tensors}
+    dtypes = sorted({str(b.dtype) for b in buffers.values()})
+    return dtypes, sum(held.values()), order[-len(buffers) :], arrival[: len(names)]
+
+
+def check_bucket_memory(rank: int, world_size: int, bucket_cap_mb: float = 0.25) -> dict:
+    """``inspect_buckets`` with and without ``gradient_as_bucket_view``, against the library:
+    per setting, (dtypes are float32, bytes held == gradient_memory, buckets == ddp_buckets
+    in the observed arrival order)."""
+    grads = sum(_param_bytes())
+    names = [name for name, _ in make_model().named_parameters()]
+    report = {}
+    for view in (False, True):
+        dtypes, held, buckets, arrival = inspect_buckets(
+            rank, world_size, bucket_cap_mb, gradient_as_bucket_view=view
+        )
+        order = [names.index(n) for n in arrival]
+        report[f"bucket_view={view}"] = (
+            dtypes == ["torch.float32"],
+            held == gradient_memory(grads, gradient_as_bucket_view=view).total_bytes,
+            buckets == expected_buckets(bucket_cap_mb, order),
+        )
+    return report
 
 
 def _max_error(got, want) -> float:
@@ -181,6 +244,7 @@ def check_data_parallel(
         want = expected_log(bucket_cap_mb, steps if no_sync else steps * micro)
         report[f"allreduces_{key}"] = (len(log), len(want), log == want)
     report["buckets"] = expected_buckets(bucket_cap_mb)
+    report["memory"] = check_bucket_memory(rank, world_size, bucket_cap_mb)
     return report
 
 
@@ -196,6 +260,12 @@ def report_lines(report: dict, world_size: int) -> list[str]:
         else:
             line += " ok"
         lines.append(line)
+    for key, (fp32, held, buckets) in report["memory"].items():
+        ok = fp32 and held and buckets
+        lines.append(
+            f"autocast, {key:<18} fp32 buckets: {fp32}, bytes held as predicted: {held}, "
+            f"rebuilt in arrival order as predicted: {buckets} {'ok' if ok else 'MISMATCH'}"
+        )
     return lines
 
 

@@ -5,6 +5,10 @@ ranks, DDP's buckets (:class:`~scaleout.data_parallel.Buckets`) and step timelin
 (:class:`~scaleout.data_parallel.StepTimeline`). Buckets are coloured along the Viridis
 scale (a colour-blind-safe sequential scale, distinct from the categorical rank colours)
 and named in text; ranks keep their book-wide colours.
+
+Limits: at most :data:`MAX_BUCKET_COLORS` colours, :data:`MAX_ARROWS` ranks in the
+gradient figure, :data:`MAX_BARS` parameters in the bucket figure and
+:data:`MAX_SWEEP` points in the cap sweep (beyond, a figure is unreadable).
 """
 
 from __future__ import annotations
@@ -15,28 +19,43 @@ import numpy as np
 import plotly.colors
 import plotly.graph_objects as go
 
+from .. import checks
 from ..data_parallel import Buckets, StepTimeline
 from .animate import animation
 from .theme import NEUTRAL, new_figure, rank_color
 
+#: Frames of the timeline animation (at most).
 TIMELINE_FRAMES = 40
+#: Most bucket colours (:func:`bucket_colors`).
+MAX_BUCKET_COLORS = 4096
+#: Most ranks in :func:`gradient_average_figure`.
+MAX_ARROWS = 64
+#: Most parameters in :func:`bucket_figure`.
+MAX_BARS = 4096
+#: Most caps in :func:`cap_sweep_figure`.
+MAX_SWEEP = 1000
 _LANES = ("naive: backward", "naive: all-reduce", "DDP: backward", "DDP: all-reduce")
+
+
+def _timeline(name: str, value) -> StepTimeline:
+    return checks.instance(name, value, StepTimeline, "a data_parallel.StepTimeline")
 
 
 def bucket_colors(n: int) -> list[str]:
     """``n`` colours along Viridis (its pale yellow end left out), bucket 0 darkest."""
-    if n < 1:
-        raise ValueError(f"n must be >= 1, got {n}")
+    n = checks.integer("n", n, 1, MAX_BUCKET_COLORS)
     return plotly.colors.sample_colorscale("Viridis", list(np.linspace(0.0, 0.85, n)))
 
 
 def gradient_average_figure(rank_grads, full_grad) -> go.Figure:
     """Each rank's 2-D gradient as an arrow from the origin (rank colours), their average
     (thick black) and the full-batch gradient (dotted ring at its tip)."""
-    g = np.asarray(rank_grads, dtype=float)
-    full = np.asarray(full_grad, dtype=float)
-    if g.ndim != 2 or g.shape[1] != 2 or full.shape != (2,):
-        raise ValueError("rank_grads must be (p, 2) and full_grad (2,)")
+    g = checks.array("rank_grads", rank_grads, ndim=2, max_size=2 * MAX_ARROWS)
+    full = checks.array("full_grad", full_grad, ndim=1)
+    if g.shape[1] != 2:
+        raise checks.fail("rank_grads", "a (p, 2) array of 2-D gradients", g.shape)
+    if full.shape != (2,):
+        raise checks.fail("full_grad", "one 2-D gradient", full.shape)
     mean = g.mean(axis=0)
     fig = new_figure(height=470, showlegend=True)
     arrows = [(f"rank {r}: mean of its shard", v, rank_color(r), 2) for r, v in enumerate(g)]
@@ -60,7 +79,7 @@ def gradient_average_figure(rank_grads, full_grad) -> go.Figure:
         hovertemplate="full batch<br>(%{x:.3f}, %{y:.3f})<extra></extra>",
     )
     points = np.vstack([g, full[None], np.zeros((1, 2))])  # every tip, and the origin
-    pad = 0.12 * float(np.ptp(points, axis=0).max())
+    pad = 0.12 * float(np.ptp(points, axis=0).max()) or 1.0  # all at the origin: unit box
     lo, hi = points.min(axis=0) - pad, points.max(axis=0) + pad
     fig.update_layout(
         title_text=f"Shard gradients on {len(g)} ranks and their average",
@@ -79,9 +98,15 @@ def gradient_average_figure(rank_grads, full_grad) -> go.Figure:
 def bucket_figure(names: Sequence[str], param_bytes, buckets: Buckets) -> go.Figure:
     """One row per bucket (bucket 0 at the top); each parameter is a segment as long as its
     gradient, in the order DDP fills the bucket; a black tick marks the bucket's cap."""
-    sizes = np.asarray(param_bytes, dtype=float)
-    if len(names) != sizes.size:
-        raise ValueError(f"names must have one entry per parameter ({sizes.size})")
+    buckets = checks.instance("buckets", buckets, Buckets, "a data_parallel.Buckets")
+    sizes = checks.array("param_bytes", param_bytes, ndim=1, low=0.0, low_open=True,
+                         max_size=MAX_BARS)  # fmt: skip
+    if not isinstance(names, list | tuple) or not all(isinstance(n, str) for n in names):
+        raise checks.fail("names", "a list of parameter names (strings)", names)
+    n_params = sum(len(m) for m in buckets.params)
+    for name, count in (("names", len(names)), ("param_bytes", sizes.size)):
+        if count != n_params:
+            raise checks.fail(name, f"one entry per parameter of buckets ({n_params})", count)
     colors = bucket_colors(len(buckets))
     xs, bases, ys, texts, hovers, fill = [], [], [], [], [], []
     for k, members in enumerate(buckets.params):
@@ -110,10 +135,10 @@ def bucket_figure(names: Sequence[str], param_bytes, buckets: Buckets) -> go.Fig
         marker=dict(color=fill, line=dict(color="white", width=1.5)),
     )
     rows = [f"bucket {k}" for k in range(len(buckets))]
-    finite = np.isfinite(buckets.caps)
+    capped = buckets.capped
     fig.add_scatter(
-        x=(buckets.caps[finite] / 1024),
-        y=[r for r, f in zip(rows, finite, strict=True) if f],
+        x=(buckets.caps[capped] / 1024),
+        y=[r for r, c in zip(rows, capped, strict=True) if c],
         mode="markers",
         marker=dict(symbol="line-ns", size=34, line=dict(width=3, color="black")),
         hovertemplate="cap %{x:.1f} KiB<extra></extra>",
@@ -127,26 +152,30 @@ def bucket_figure(names: Sequence[str], param_bytes, buckets: Buckets) -> go.Fig
 
 
 def _bars(tl: StepTimeline, lane: str):
-    """(compute, comm) bar geometry of one timeline: base, width (ms), colour value in
-    [0, 1] (bucket 0 .. last, on Viridis as :func:`bucket_colors`), hover text."""
-    owner = tl.buckets.bucket_of()
+    """(compute, comm) bar geometry of one timeline, one bar per bucket in each lane: the
+    backward compute of the bucket's parameters (contiguous in time: they are filled in the
+    order the backward pass produces them) and its all-reduce. Base, width (ms), colour
+    value in [0, 1] (bucket 0 .. last, on Viridis as :func:`bucket_colors`), hover text."""
     n = len(tl.buckets)
-    c_end = tl.grad_ready_s * 1e3
+    begin = tl.grad_ready_s - tl.compute_s
+    c_start = np.array([begin[m].min() for m in tl.buckets.params]) * 1e3
+    c_end = np.array([tl.grad_ready_s[m].max() for m in tl.buckets.params]) * 1e3
+    shade = np.arange(n) / max(n - 1, 1)
     compute = dict(
-        base=c_end - tl.compute_s * 1e3,
-        x=tl.compute_s * 1e3,
-        y=[f"{lane}: backward"] * owner.size,
-        color=owner / max(n - 1, 1),
+        base=c_start,
+        x=c_end - c_start,
+        y=[f"{lane}: backward"] * n,
+        color=shade,
         hover=[
-            f"parameter {i} (bucket {owner[i]}): gradient ready at {e:.2f} ms"
-            for i, e in enumerate(c_end)
+            f"bucket {k}: {len(m)} tensors, gradients ready {a:.2f}-{b:.2f} ms"
+            for k, (m, a, b) in enumerate(zip(tl.buckets.params, c_start, c_end, strict=True))
         ],
     )
     comm = dict(
         base=tl.start_s * 1e3,
         x=(tl.end_s - tl.start_s) * 1e3,
         y=[f"{lane}: all-reduce"] * n,
-        color=np.arange(n) / max(n - 1, 1),
+        color=shade,
         hover=[
             f"bucket {k}: {b / 1e6:.2f} MB, ready {r:.2f} ms, all-reduce {s:.2f}-{e:.2f} ms"
             for k, (b, r, s, e) in enumerate(
@@ -165,8 +194,8 @@ def _bars(tl: StepTimeline, lane: str):
 
 def _bar_trace(parts, name) -> go.Bar:
     return go.Bar(
-        x=np.round(np.concatenate([p["x"] for p in parts]), 4),
-        base=np.round(np.concatenate([p["base"] for p in parts]), 4),
+        x=np.concatenate([p["x"] for p in parts]),
+        base=np.concatenate([p["base"] for p in parts]),
         y=np.array(sum((p["y"] for p in parts), [])),  # arrays validate much faster
         orientation="h",
         name=name,
@@ -222,11 +251,21 @@ def _summary(naive: StepTimeline, ddp: StepTimeline) -> str:
     )
 
 
+def _span_ms(naive: StepTimeline, ddp: StepTimeline) -> float:
+    t_end = max(naive.end_s[-1], ddp.end_s[-1]) * 1e3
+    if not t_end > 0:
+        raise checks.fail("naive", "a timeline that takes some time (its end is at 0 s)", t_end)
+    return checks.finite_result("the timeline's end (ms)", t_end)
+
+
 def timeline_figure(naive: StepTimeline, ddp: StepTimeline, title: str | None = None):
     """Gantt chart of one step's backward pass and all-reduces, naive above DDP below.
     Bars of one colour belong to one bucket (its parameters' compute and its all-reduce);
     the dashed line marks the end of the backward pass."""
-    t_max = 1.04 * max(naive.end_s[-1], ddp.end_s[-1]) * 1e3
+    naive, ddp = _timeline("naive", naive), _timeline("ddp", ddp)
+    if title is not None:
+        title = checks.text("title", title)
+    t_max = 1.04 * _span_ms(naive, ddp)
     title = title or f"One step: naive against DDP with {len(ddp.buckets)} buckets"
     fig = new_figure(**_layout(t_max, title + _summary(naive, ddp), naive.backward_s * 1e3))
     fig.add_traces(_gantt_traces(naive, ddp))
@@ -237,14 +276,14 @@ def timeline_animation(naive: StepTimeline, ddp: StepTimeline, frames: int = TIM
     """The same Gantt chart played in time: the slider moves 'now' (a black line); what has
     not happened yet is veiled. Only the veil and the line change from frame to frame, so
     the page stores the bars once."""
-    if not 2 <= frames <= TIMELINE_FRAMES:
-        raise ValueError(f"frames must be in 2..{TIMELINE_FRAMES}, got {frames}")
-    t_end = max(naive.end_s[-1], ddp.end_s[-1]) * 1e3
+    naive, ddp = _timeline("naive", naive), _timeline("ddp", ddp)
+    frames = checks.integer("frames", frames, 2, TIMELINE_FRAMES)
+    t_end = _span_ms(naive, ddp)
     t_max = 1.04 * t_end
     gantt = _gantt_traces(naive, ddp)
     data, labels, titles = [], [], []
     for j, now in enumerate(np.linspace(0.0, t_end, frames)):
-        left, width = [round(now, 4)] * len(_LANES), [round(t_max - now, 4)] * len(_LANES)
+        left, width = [float(now)] * len(_LANES), [float(t_max - now)] * len(_LANES)
         if j == 0:  # the bars, a veil over what has not happened yet, and a line at 'now'
             veil = go.Bar(
                 x=width,
@@ -294,11 +333,15 @@ def timeline_animation(naive: StepTimeline, ddp: StepTimeline, frames: int = TIM
 def cap_sweep_figure(caps_mib, ddp: Sequence[StepTimeline], naive: StepTimeline) -> go.Figure:
     """Step time and exposed all-reduce against the bucket cap (log axis), one DDP
     timeline per cap, with the naive step and the compute-only floor as flat lines."""
-    caps = np.asarray(caps_mib, dtype=float)
-    if caps.ndim != 1 or caps.size != len(ddp) or caps.size < 2:
-        raise ValueError("caps_mib must be 1-D with one cap per DDP timeline (at least 2)")
+    caps = checks.array("caps_mib", caps_mib, ndim=1, low=0.0, low_open=True,
+                        max_size=MAX_SWEEP)  # fmt: skip
+    naive = _timeline("naive", naive)
+    if not isinstance(ddp, list | tuple) or len(ddp) != caps.size or caps.size < 2:
+        raise checks.fail("ddp", f"a list of one timeline per cap ({caps.size}, at least 2)", ddp)
+    ddp = [_timeline(f"ddp[{i}]", t) for i, t in enumerate(ddp)]
     step = np.array([t.step_s for t in ddp]) * 1e3
     exposed = np.array([t.exposed_comm_s for t in ddp]) * 1e3
+    checks.finite_result("the step times (ms)", np.concatenate([step, [naive.step_s * 1e3]]))
     buckets = [len(t.buckets) for t in ddp]
     fig = new_figure(height=420, legend=dict(x=0.02, y=0.62, yanchor="top"))
     fig.add_scatter(
