@@ -308,7 +308,12 @@ def test_check_cells_are_folded_and_open_on_click(driver, site_url, page):
     driver.execute_script("arguments[0].scrollIntoView({block: 'center'});", first)
     first.find_element("tag name", "summary").click()
     assert driver.execute_script("return arguments[0].open", first)
-    assert "assert" in first.text, f"{page}: the opened check cell shows no check"
+    # The code is laid out after the toggle's animation: wait for it to show.
+    shown = (
+        f"return document.querySelectorAll('details.hide.above-input')[{folded.index(first)}]"
+        ".innerText.includes('assert')"
+    )
+    wait_for(driver, shown, 10, f"the opened check cell of {page} to show its checks")
     link = driver.find_element("css selector", ".scaleout-report a")
     href = link.get_attribute("href")
     assert "/issues/new?" in href and quote(page, safe="") in href, href

@@ -5,6 +5,8 @@ from __future__ import annotations
 from pathlib import Path
 from types import SimpleNamespace
 
+import pytest
+
 from scaleout import sphinxext
 
 
@@ -70,10 +72,17 @@ def test_report_link_is_a_prefilled_issue_for_the_page():
     url = sphinxext.issue_url("https://github.com/o/book.git", "chapters/05_pipeline", ".ipynb")
     assert url.startswith("https://github.com/o/book/issues/new?title=Error%20on%20page%20")
     assert "chapters%2F05_pipeline.ipynb" in url
-    app = SimpleNamespace(config=SimpleNamespace(html_theme_options={"repository_url": "u"}))
+    repo = {"repository_url": "https://github.com/o/book"}
+    app = SimpleNamespace(config=SimpleNamespace(html_theme_options=repo))
     context = {"body": "<p>x</p>", "page_source_suffix": ".ipynb"}
     sphinxext._add_report_link(app, "chapters/01_c", "page.html", context, object())
     assert (
         'class="scaleout-report"' in context["body"]
         and 'data-page="chapters/01_c"' in context["body"]
     )
+
+
+@pytest.mark.parametrize("url", ["", "javascript:alert(1)", "github.com/o/book", None])
+def test_report_link_needs_an_http_repository(url):
+    with pytest.raises(ValueError, match="repository_url must be"):
+        sphinxext.issue_url(url, "chapters/01_c")
