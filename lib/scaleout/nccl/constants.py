@@ -19,6 +19,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from .. import checks
+
 RELEASE = "v2.27.7-1"
 REPOSITORY = "https://github.com/NVIDIA/nccl"
 
@@ -40,6 +42,11 @@ class Source:
     first: int
     last: int
 
+    def __post_init__(self):
+        checks.text("file", self.file, 200)
+        checks.integer("first", self.first, 1, 100_000)
+        checks.integer("last", self.last, self.first, 100_000)
+
     @property
     def url(self) -> str:
         return f"{REPOSITORY}/blob/{RELEASE}/{self.file}#L{self.first}-L{self.last}"
@@ -59,9 +66,24 @@ class Constant:
     source: Source
     meaning: str
 
+    def __post_init__(self):
+        checks.text("name", self.name, 80)
+        _flat(self.value)
+        checks.instance("source", self.source, Source)
+        checks.text("meaning", self.meaning, 400)
+
     def numbers(self) -> list[float]:
-        """Every number in ``value``, flattened."""
-        return [float(x) for x in np.ravel(np.asarray(self.value, dtype=np.float64))]
+        """Every number in ``value``, flattened (rows may differ in length)."""
+        return _flat(self.value)
+
+
+def _flat(value, depth: int = 0) -> list[float]:
+    """The numbers of a number or nested tuple of numbers (each finite, >= 0)."""
+    if isinstance(value, tuple | list) and depth < 4:
+        if not value:
+            raise checks.fail("value", "a number or a non-empty nested tuple of numbers", value)
+        return [x for v in value for x in _flat(v, depth + 1)]
+    return [checks.real("value", value, 0.0)]
 
 
 _T = "src/graph/tuning.cc"
@@ -169,8 +191,7 @@ CONSTANTS: dict[str, Constant] = {
 
 def value(name: str) -> np.ndarray:
     """The constant ``name`` as a float64 array (a 0-d array for a single number)."""
-    if name not in CONSTANTS:
-        raise ValueError(f"name must be one of {tuple(CONSTANTS)}, got {name!r}")
+    checks.choice("name", name, tuple(CONSTANTS))
     return np.asarray(CONSTANTS[name].value, dtype=np.float64)
 
 

@@ -45,10 +45,14 @@ def _topo(topo) -> Topology:
     return checks.instance("topo", topo, Topology, "a Topology or a preset name")
 
 
-@functools.lru_cache(maxsize=512)
-def table(topo: Topology) -> Table:
+def table(topo) -> Table:
     """NCCL's model for ``topo`` (cached: topologies are immutable)."""
-    return tune_model(_topo(topo))
+    return _table(_topo(topo))
+
+
+@functools.lru_cache(maxsize=512)
+def _table(topo: Topology) -> Table:
+    return tune_model(topo)
 
 
 @dataclass(frozen=True)
@@ -63,6 +67,17 @@ class Tuning:
     algbw_gb_per_s: np.ndarray
     channels: int
     graphs: tuple
+
+    def __post_init__(self):
+        checks.choice("collective", self.collective, COLLECTIVES)
+        checks.instance("topo", self.topo, Topology)
+        for name in ("latency_us", "algbw_gb_per_s"):
+            arr = checks.array(name, getattr(self, name), ndim=2, low=0.0)
+            if arr.shape != (7, 3):
+                raise checks.fail(name, "an array of shape (7, 3)", arr.shape)
+        checks.integer("channels", self.channels, 1, 64)
+        if not isinstance(self.graphs, tuple) or len(self.graphs) != 7:
+            raise checks.fail("graphs", "a tuple of 7 graphs (NCCL's algorithms)", self.graphs)
 
     def entry(self, algorithm: str, protocol: str) -> tuple[float, float]:
         """(latency in us, algorithm bandwidth in GB/s) of one pair."""
@@ -115,6 +130,22 @@ class Prediction:
     seconds: object
     algbw_gb_per_s: object
     busbw_gb_per_s: object
+
+    def __post_init__(self):
+        checks.choice("collective", self.collective, ALL_COLLECTIVES)
+        sizes = _sizes(self.nbytes)
+        for name in ("seconds", "algbw_gb_per_s", "busbw_gb_per_s"):
+            arr = checks.array(name, getattr(self, name), low=0.0)
+            if arr.shape != sizes.shape:
+                raise checks.fail(name, f"an array of the shape of nbytes {sizes.shape}",
+                                  arr.shape)  # fmt: skip
+        for name, allowed in (("algorithm", (*ALGORITHMS, "p2p")), ("protocol", PROTOCOLS)):
+            values = np.asarray(getattr(self, name), dtype=object)
+            if values.shape != sizes.shape or not all(
+                isinstance(v, str) and v in allowed for v in values.ravel()
+            ):
+                raise checks.fail(name, f"names from {allowed}, shaped like nbytes",
+                                  getattr(self, name))  # fmt: skip
 
 
 def _sizes(nbytes) -> np.ndarray:
@@ -181,6 +212,7 @@ def collective_seconds(collective: str, nbytes, gpus_per_node: int, nodes: int, 
     ``gpus_per_node`` GPUs on each of ``nodes`` servers of ``topo`` (a preset name or a
     Topology whose ``nodes`` is at least ``nodes``). The group keeps the servers' links
     and the NICs of its GPUs (:meth:`Topology.group`)."""
+    checks.choice("collective", collective, ALL_COLLECTIVES)
     base = _topo(topo)
     checks.integer("nodes", nodes, 1, 65536)
     if nodes > base.nodes:

@@ -31,15 +31,17 @@ from __future__ import annotations
 
 import numpy as np
 
+from .. import checks
 from . import constants as C
 from .search import compute
-from .topo import Topology
+from .topo import Topology, check_topology
 
 P2P_LL_THRESHOLD = int(C.value("p2p_ll_threshold"))  # bytes per peer (enqueue.cc:783)
 
 
 def nvlink_gb_per_s(topo: Topology) -> float:
     """What one GPU pushes to its node's peers: the single-node ring's channels x speed."""
+    topo = check_topology("topo", topo)
     one = topo.with_(nodes=1, gpus_per_node=max(topo.gpus_per_node, 2), nics_per_node=0,
                      nvls=False, collnet=False, switch_gpus=1)  # fmt: skip
     ring = compute(one, "ring", 1, int(C.value("max_channels")) // 2)
@@ -49,6 +51,8 @@ def nvlink_gb_per_s(topo: Topology) -> float:
 def network_gb_per_s(topo: Topology, concurrent: bool = True) -> float:
     """What one GPU sends across nodes: ``min(PCIe, NIC)`` per NIC on its rail (the
     node's NICs shared by its GPUs when they all send at once)."""
+    topo = check_topology("topo", topo)
+    checks.boolean("concurrent", concurrent)
     k, g = topo.nics_per_node, topo.gpus_per_node
     if k == 0:
         return 0.0
@@ -68,6 +72,10 @@ def _latency_us(topo: Topology, per_peer_bytes: np.ndarray, remote_peers: int) -
 
 def sendrecv_us(topo: Topology, nbytes: np.ndarray, same_node: bool) -> np.ndarray:
     """One send of ``nbytes`` from one GPU to another, inside a node or across nodes."""
+    topo = check_topology("topo", topo)
+    nbytes = _bytes(nbytes)
+    if not checks.boolean("same_node", same_node) and topo.nics_per_node == 0:
+        raise checks.fail("same_node", "True on a machine without NICs", same_node)
     bw = nvlink_gb_per_s(topo) if same_node else network_gb_per_s(topo, concurrent=False)
     lat = _latency_us(topo, nbytes, 0 if same_node else 1)
     factor = np.where(nbytes <= P2P_LL_THRESHOLD, 1 / C.value("ring_ll_factor"), 1.0)
@@ -77,6 +85,8 @@ def sendrecv_us(topo: Topology, nbytes: np.ndarray, same_node: bool) -> np.ndarr
 def alltoall_us(topo: Topology, nbytes: np.ndarray) -> np.ndarray:
     """All-to-all where each of the ``n`` ranks sends ``nbytes`` in total (``nbytes / n``
     to each rank, itself included), as nccl-tests' alltoall_perf counts size."""
+    topo = check_topology("topo", topo)
+    nbytes = _bytes(nbytes)
     g, n = topo.gpus_per_node, topo.ranks
     if n == 1:
         return np.zeros(nbytes.shape)
@@ -89,3 +99,7 @@ def alltoall_us(topo: Topology, nbytes: np.ndarray) -> np.ndarray:
     t_nvl = intra * factor / (1000 * nvlink_gb_per_s(topo)) if g > 1 else 0.0 * nbytes
     t_net = inter * factor / (1000 * network_gb_per_s(topo)) if remote else 0.0 * nbytes
     return _latency_us(topo, share, remote) + np.maximum(t_nvl, t_net)
+
+
+def _bytes(nbytes) -> np.ndarray:
+    return checks.array("nbytes", nbytes, low=0.0, high=2.0**50, low_open=True)

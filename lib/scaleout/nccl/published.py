@@ -15,7 +15,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from .model import predict
+from .. import checks
+from .model import ALGORITHMS, ALL_COLLECTIVES, predict
 from .topo import Topology, topology
 
 ML_ENG = ("https://github.com/stas00/ml-engineering/blob/744d01e18b79512572f64a6bbd8b5f4a"
@@ -37,6 +38,22 @@ class Measurement:
     source: str
     release: str
     note: str = ""
+
+    def __post_init__(self):
+        checks.text("label", self.label, 80)
+        checks.instance("topo", self.topo, Topology)
+        checks.choice("collective", self.collective, ALL_COLLECTIVES)
+        checks.positive("nbytes", self.nbytes, 2.0**50)
+        if self.algorithm is not None:
+            checks.choice("algorithm", self.algorithm, ALGORITHMS)
+        checks.choice("kind", self.kind, ("busbw", "time"))
+        checks.positive("measured", self.measured, 1e9)
+        if self.chosen is not None:
+            checks.choice("chosen", self.chosen, ALGORITHMS)
+        checks.text("source", self.source, 300)
+        checks.text("release", self.release, 40)
+        if self.note:
+            checks.text("note", self.note, 300)
 
 
 def _h100(nodes=1, **kw):
@@ -137,7 +154,13 @@ def rows() -> list[dict]:
 
 def spearman(x, y) -> float:
     """Spearman rank correlation of two equal-length sequences (ties get mean ranks)."""
-    x, y = np.asarray(x, float), np.asarray(y, float)
+    x = checks.array("x", x, ndim=1)
+    y = checks.array("y", y, ndim=1)
+    if len(x) != len(y) or len(x) < 2:
+        raise checks.fail("y", f"a sequence as long as x ({len(x)}), at least 2", len(y))
+    for name, v in (("x", x), ("y", y)):
+        if np.all(v == v[0]):
+            raise checks.fail(name, "a sequence that is not constant", v[:3].tolist())
 
     def ranks(v):
         order = np.argsort(v, kind="stable")

@@ -38,8 +38,9 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
+from .. import checks
 from . import constants as C
-from .topo import Topology
+from .topo import Topology, check_topology
 
 PATH_TYPES = ("LOC", "NVL", "NVB", "C2C", "PIX", "PXB", "P2C", "PXN", "PHB", "SYS", "NET")
 PATTERNS = ("balanced_tree", "tree", "ring", "nvls", "collnet_direct", "collnet_chain")
@@ -58,6 +59,14 @@ class Graph:
     type_intra: str
     type_inter: str
 
+    def __post_init__(self):
+        checks.choice("pattern", self.pattern, PATTERNS)
+        checks.integer("channels", self.channels, 0, 64)
+        checks.positive("bw_intra", self.bw_intra, 5000.0)
+        checks.positive("bw_inter", self.bw_inter, 5000.0)
+        checks.choice("type_intra", self.type_intra, PATH_TYPES)
+        checks.choice("type_inter", self.type_inter, PATH_TYPES)
+
     def path_rank(self, which: str) -> int:
         return PATH_TYPES.index(self.type_intra if which == "intra" else self.type_inter)
 
@@ -68,12 +77,14 @@ def _gen(cc: int) -> int:
 
 def speeds(topo: Topology) -> tuple[float, ...]:
     """The per-channel speeds NCCL tries on this machine (``search.cc:952-963``)."""
+    topo = check_topology("topo", topo)
     table = C.SPEED_INTER if topo.nodes > 1 else C.SPEED_INTRA
     return tuple(float(s) for s in table[_gen(topo.compute_capability)])
 
 
 def max_bw(topo: Topology) -> float:
     """``system->maxBw``: the best single path from a GPU to a NIC (or to a peer GPU)."""
+    topo = check_topology("topo", topo)
     if topo.nodes > 1:
         return min(topo.pcie_bw, topo.nic_bw)
     if topo.gpus_per_node == 1:
@@ -83,6 +94,7 @@ def max_bw(topo: Topology) -> float:
 
 def total_bw(topo: Topology) -> float:
     """``system->totalBw``: a GPU's NVLink bandwidth, or its PCIe if larger."""
+    topo = check_topology("topo", topo)
     if topo.nodes == 1 and topo.gpus_per_node == 1:
         return 5000.0
     return max(topo.nvlink_bw, topo.pcie_bw)
@@ -102,6 +114,13 @@ def _max_c(ok, cap: int) -> int:
 
 def capacity(topo: Topology, pattern: str, s_intra: float, s_inter: float, cap: int) -> int:
     """Most channels (at most ``cap``) of ``pattern`` the links carry at these speeds."""
+    topo = check_topology("topo", topo)
+    checks.choice("pattern", pattern, PATTERNS)
+    s_intra = checks.positive("s_intra", s_intra, 5000.0)
+    s_inter = checks.positive("s_inter", s_inter, 5000.0)
+    cap = checks.integer("cap", cap, 1, 64)
+    if pattern in ("balanced_tree", "collnet_chain"):
+        pattern = "tree"
     g, k, multi = topo.gpus_per_node, topo.nics_per_node, topo.nodes > 1
     nvl, pci, nvs = topo.nvlink_bw, topo.pcie_bw, topo.nvlink_links > 0
     intra = nvl if nvs else pci
@@ -153,6 +172,10 @@ def _types(topo: Topology, pattern: str) -> tuple[str, str]:
 
 def compute(topo: Topology, pattern: str, min_channels: int, max_channels: int) -> Graph | None:
     """``ncclTopoCompute`` for ``pattern`` (one of :data:`PATTERNS`); None if none fits."""
+    topo = check_topology("topo", topo)
+    checks.choice("pattern", pattern, PATTERNS)
+    max_channels = checks.integer("max_channels", max_channels, 1, 64)
+    min_channels = checks.integer("min_channels", min_channels, 1, max_channels)
     g, cc = topo.gpus_per_node, topo.compute_capability
     if pattern == "balanced_tree" and g == 1 and topo.nodes > 1:
         pattern = "tree"  # search.cc:1023 (one GPU: trees are plain trees)
@@ -169,7 +192,7 @@ def compute(topo: Topology, pattern: str, min_channels: int, max_channels: int) 
         idx += 1
 
     def graph(shape_: str, si: float, se: float, need: int) -> Graph | None:
-        c = capacity(topo, "tree" if shape_ == "balanced_tree" else shape_, si, se, max_channels)
+        c = capacity(topo, shape_, si, se, max_channels)
         return Graph(shape_, c, si, se, *_types(topo, shape_)) if c >= need and c else None
 
     best = None

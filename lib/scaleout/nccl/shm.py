@@ -18,23 +18,25 @@ time, the bandwidth, whether every message arrived intact and how many torn word
 reader saw (an LL word whose flag is new but whose data is not: must be 0). The fence is a
 ``threading.Lock`` acquire/release pair, which POSIX defines as synchronizing memory;
 large numpy copies use non-temporal stores that x86 does not keep in order, so Simple
-needs it. Limits: messages of 4 bytes to 64 MiB, at most 100,000 round trips, a timeout on
-every wait.
+needs it. Limits: messages of 4 bytes to 16 MiB, at most 100,000 round trips, a timeout
+(1 s to 1 h) on every wait.
 """
 
 from __future__ import annotations
 
-import multiprocessing as mp
+import json
+import subprocess
+import sys
 import threading
 import time
 from dataclasses import dataclass
-from multiprocessing import shared_memory
+from multiprocessing import resource_tracker, shared_memory
 
 import numpy as np
 
 from .. import checks
 
-MAX_BYTES = 64 * 2**20
+MAX_BYTES = 16 * 2**20
 MAX_ITERS = 100_000
 LINE = 64  # bytes: each flag on its own cache line
 _FENCE = threading.Lock()
@@ -50,6 +52,8 @@ def fence() -> None:
 def payload(nbytes: int, step: int) -> np.ndarray:
     """The 4-byte words of message ``step``: distinct per step and per position, so a
     stale or torn word is always detected."""
+    nbytes = checks.integer("nbytes", nbytes, 4, MAX_BYTES)
+    step = checks.integer("step", step, 0, 2**32 - 1)
     words = (nbytes + 3) // 4
     return (np.arange(words, dtype=np.uint32) * np.uint32(2654435761) + np.uint32(step)).astype(
         np.uint32
@@ -126,8 +130,10 @@ def simple_recv(link: Link, step: int, deadline: float) -> np.ndarray:
     return link.data.copy().view(np.uint32)
 
 
-def _peer(name, rank, protocol, nbytes, iters, timeout, out):
+def _peer(name, rank, protocol, nbytes, iters, timeout):
     block = shared_memory.SharedMemory(name=name)
+    # The parent owns the block: without this, Python < 3.13 unlinks it when a peer exits.
+    resource_tracker.unregister(block._name, "shared_memory")
     links = []
     try:
         size = Link.size(nbytes)
@@ -149,7 +155,7 @@ def _peer(name, rank, protocol, nbytes, iters, timeout, out):
             intact &= bool(ok)
             torn += t + (0 if ok else int(np.count_nonzero(got != sent)))
             partial += p
-        out.put((rank, intact, torn, partial, rtt))
+        return intact, torn, partial, rtt
     finally:
         links.clear()  # release the views before closing the block
         block.close()
@@ -180,37 +186,60 @@ class PingPong:
     torn: int
     partial: int
 
+    def __post_init__(self):
+        checks.choice("protocol", self.protocol, ("ll", "simple"))
+        checks.integer("nbytes", self.nbytes, 4, MAX_BYTES)
+        checks.integer("iters", self.iters, 1, MAX_ITERS)
+        checks.positive("seconds", self.seconds, 3600.0)
+        checks.positive("gb_per_s", self.gb_per_s)
+        checks.boolean("intact", self.intact)
+        checks.integer("torn", self.torn, 0)
+        checks.integer("partial", self.partial, 0)
+
 
 def pingpong(protocol: str, nbytes: int, iters: int = 200, timeout: float = 60.0) -> PingPong:
     """Bounce ``nbytes`` between two processes ``iters`` times with ``protocol``
-    ("ll" or "simple")."""
+    ("ll" or "simple"). The two peers are fresh Python processes
+    (``python -m scaleout.nccl.shm``); both are killed if they outlive ``timeout``."""
     checks.choice("protocol", protocol, ("ll", "simple"))
     nbytes = checks.integer("nbytes", nbytes, 4, MAX_BYTES)
     iters = checks.integer("iters", iters, 1, MAX_ITERS)
-    timeout = checks.positive("timeout", timeout, 3600.0)
-    ctx = mp.get_context("spawn")
+    timeout = checks.real("timeout", timeout, 1.0, 3600.0)
     block = shared_memory.SharedMemory(create=True, size=2 * Link.size(nbytes))
-    out = ctx.Queue()
-    procs = [ctx.Process(target=_peer, args=(block.name, r, protocol, nbytes, iters, timeout,
-                                             out), daemon=True) for r in (0, 1)]  # fmt: skip
+    procs = []
     try:
+        for rank in (0, 1):
+            cmd = [sys.executable, "-m", "scaleout.nccl.shm", block.name, str(rank), protocol,
+                   str(nbytes), str(iters), repr(timeout)]  # fmt: skip
+            procs.append(subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                                          text=True))  # fmt: skip
+        results = []
         for p in procs:
-            p.start()
-        results = {}
-        for _ in procs:
-            rank, *rest = out.get(timeout=timeout + 30)
-            results[rank] = rest
-        for p in procs:
-            p.join(timeout=10)
+            out, err = p.communicate(timeout=timeout + 30)
+            if p.returncode != 0:
+                raise RuntimeError(f"a ping-pong peer failed: {err.strip()[-400:]}")
+            results.append(json.loads(out))
     finally:
         for p in procs:
-            if p.is_alive():
+            if p.poll() is None:
                 p.kill()
+                p.wait()
         block.close()
         block.unlink()
-    intact = results[0][0] and results[1][0]
-    torn = results[0][1] + results[1][1]
-    partial = results[0][2] + results[1][2]
-    one_way = float(np.median(results[0][3])) / 2
+    intact = results[0]["intact"] and results[1]["intact"]
+    torn = results[0]["torn"] + results[1]["torn"]
+    partial = results[0]["partial"] + results[1]["partial"]
+    one_way = float(np.median(results[0]["rtt"])) / 2
     return PingPong(protocol, nbytes, iters, one_way, nbytes / one_way / 1e9, intact, torn,
                     partial)  # fmt: skip
+
+
+def _main(argv) -> None:
+    name, rank, protocol, nbytes, iters, timeout = argv
+    intact, torn, partial, rtt = _peer(name, int(rank), protocol, int(nbytes), int(iters),
+                                       float(timeout))  # fmt: skip
+    print(json.dumps({"intact": intact, "torn": torn, "partial": partial, "rtt": rtt}))
+
+
+if __name__ == "__main__":
+    _main(sys.argv[1:])

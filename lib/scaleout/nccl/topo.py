@@ -150,6 +150,11 @@ class Topology:
                           switch_gpus=min(self.switch_gpus, g))  # fmt: skip
 
 
+def check_topology(name: str, value) -> Topology:
+    """``value`` if it is a :class:`Topology` (the library's error otherwise)."""
+    return checks.instance(name, value, Topology, "a Topology (see nccl.topology)")
+
+
 def _system(name: str) -> hardware.System:
     return hardware.system(name)
 

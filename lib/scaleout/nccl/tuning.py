@@ -19,9 +19,10 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from .. import checks
 from . import constants as C
 from .search import PATH_TYPES, Graph, compute
-from .topo import Topology
+from .topo import Topology, check_topology
 
 
 @dataclass(frozen=True)
@@ -37,9 +38,27 @@ class Comm:
     collnet_support: bool
     same_channels: bool
 
+    def __post_init__(self):
+        check_topology("topo", self.topo)
+        if (
+            not isinstance(self.graphs, tuple)
+            or len(self.graphs) != 7
+            or not all(g is None or isinstance(g, Graph) for g in self.graphs)
+        ):
+            raise checks.fail("graphs", "a tuple of 7 Graph or None (NCCL's algorithms)",
+                              self.graphs)  # fmt: skip
+        if self.graphs[C.RING] is None or self.graphs[C.TREE] is None:
+            raise checks.fail("graphs", "a ring and a tree graph", self.graphs)
+        checks.integer("nchannels", self.nchannels, 1, 64)
+        checks.integer("nvls_channels", self.nvls_channels, 0, 64)
+        checks.boolean("nvls_support", self.nvls_support)
+        checks.boolean("collnet_support", self.collnet_support)
+        checks.boolean("same_channels", self.same_channels)
+
 
 def build_comm(topo: Topology) -> Comm:
     """The graphs NCCL searches for ``topo`` and the channels it sets up from them."""
+    topo = check_topology("topo", topo)
     g, multi, cc = topo.gpus_per_node, topo.nodes > 1, topo.compute_capability
     half = int(C.value("max_channels")) // 2  # ring maxChannels = MAXCHANNELS/2 (init.cc:851)
     ring = compute(topo, "ring", 1, half)
@@ -202,6 +221,7 @@ def _computed(comm: Comm, coll: int, a: int, p: int) -> bool:
 
 def pat_enabled(topo: Topology) -> bool:
     """``ncclPatEnable`` (tuning.cc:192-199): one GPU per node, host network device."""
+    topo = check_topology("topo", topo)
     return topo.compute_capability >= 60 and topo.nodes == topo.ranks
 
 
@@ -241,9 +261,20 @@ class Table:
     algbw_gb_per_s: np.ndarray
     max_threads: np.ndarray
 
+    def __post_init__(self):
+        checks.instance("comm", self.comm, Comm)
+        for name in ("latency_us", "algbw_gb_per_s"):
+            arr = checks.array(name, getattr(self, name), ndim=3, low=0.0)
+            if arr.shape != (5, 7, 3):
+                raise checks.fail(name, "an array of shape (5, 7, 3)", arr.shape)
+        arr = checks.array("max_threads", self.max_threads, ndim=2, low=0, integer=True)
+        if arr.shape != (7, 3):
+            raise checks.fail("max_threads", "an array of shape (7, 3)", arr.shape)
+
 
 def tune_model(topo: Topology) -> Table:
     """``ncclTopoTuneModel`` for ``topo`` (every collective, algorithm and protocol)."""
+    topo = check_topology("topo", topo)
     comm = build_comm(topo)
     lat = np.zeros((5, 7, 3))
     bw = np.zeros((5, 7, 3))
@@ -274,6 +305,8 @@ def _threads(comm: Comm) -> np.ndarray:
 
 def algo_time_us(table: Table, coll: int, a: int, p: int, nbytes: np.ndarray) -> np.ndarray:
     """``ncclTopoGetAlgoTime``: microseconds for ``nbytes`` (vector), or -1 if not run."""
+    table, coll, a, p = _check_call(table, coll, a, p)
+    nbytes = _bytes(nbytes)
     bw = table.algbw_gb_per_s[coll, a, p]
     lat = table.latency_us[coll, a, p]
     comm = table.comm
@@ -295,6 +328,10 @@ def algo_time_us(table: Table, coll: int, a: int, p: int, nbytes: np.ndarray) ->
 def fastest(table: Table, coll: int, nbytes: np.ndarray, algorithms, protocols):
     """``topoGetAlgoInfo``: (algorithm index, protocol index, microseconds) per size, the
     first minimum in NCCL's order among the allowed pairs; -1 where none can run."""
+    table, coll, _, _ = _check_call(table, coll, 0, 0)
+    nbytes = _bytes(nbytes)
+    algorithms = _indices("algorithms", algorithms, 7)
+    protocols = _indices("protocols", protocols, 3)
     best_t = np.full(nbytes.shape, np.inf)
     best_a = np.full(nbytes.shape, -1)
     best_p = np.full(nbytes.shape, -1)
@@ -310,3 +347,23 @@ def fastest(table: Table, coll: int, nbytes: np.ndarray, algorithms, protocols):
             take = (t >= 0) & (t < best_t)
             best_t[take], best_a[take], best_p[take] = t[take], a, p
     return best_a, best_p, best_t
+
+
+def _check_call(table, coll, a, p):
+    checks.instance("table", table, Table)
+    return (table, checks.integer("coll", coll, 0, 4), checks.integer("a", a, 0, 6),
+            checks.integer("p", p, 0, 2))  # fmt: skip
+
+
+def _bytes(nbytes) -> np.ndarray:
+    return checks.array("nbytes", nbytes, low=0.0, high=2.0**50, low_open=True)
+
+
+def _indices(name: str, values, n: int) -> tuple[int, ...]:
+    try:
+        values = tuple(values)
+    except TypeError:
+        raise checks.fail(name, f"a tuple of indices in [0, {n - 1}]", values) from None
+    if not values:
+        raise checks.fail(name, f"a non-empty tuple of indices in [0, {n - 1}]", values)
+    return tuple(checks.integer(name, v, 0, n - 1) for v in values)

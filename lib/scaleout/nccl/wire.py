@@ -40,6 +40,10 @@ class Frame:
     cells: np.ndarray
     caption: str
 
+    def __post_init__(self):
+        checks.array("cells", self.cells, ndim=2, low=0, high=len(STATES) - 1, integer=True)
+        checks.text("caption", self.caption, 300)
+
 
 def _grid(n_cells: int) -> np.ndarray:
     return np.full((-(-n_cells // ROW), ROW), EMPTY, dtype=np.int64)
@@ -113,6 +117,15 @@ class Channel:
     order: tuple
     entry_nic: int
     exit_nic: int
+
+    def __post_init__(self):
+        checks.integer("index", self.index, 0, 63)
+        if not isinstance(self.order, tuple) or not self.order:
+            raise checks.fail("order", "a non-empty tuple of GPU indices", self.order)
+        for g in self.order:
+            checks.integer("order", g, 0, 71)
+        checks.integer("entry_nic", self.entry_nic, 0, 71)
+        checks.integer("exit_nic", self.exit_nic, 0, 71)
 
 
 def ring_paths(gpus: int = 8, nics: int = 8) -> list[Channel]:

@@ -160,6 +160,8 @@ def busbw_figure(topo, collective: str = "allreduce", sizes=None) -> go.Figure:
 def choice_map(topo, nodes: Sequence[int], collective: str = "allreduce", sizes=None):
     """The (algorithm, protocol) NCCL picks for each size (x) and node count (y)."""
     sizes = SIZES if sizes is None else _check_sizes(sizes)
+    if not isinstance(nodes, list | tuple):
+        raise checks.fail("nodes", "a list of node counts", nodes)
     nodes = [checks.integer("nodes", n, 1, 8192) for n in nodes]
     if not nodes:
         raise checks.fail("nodes", "a non-empty list of node counts", nodes)
@@ -213,8 +215,7 @@ def validation_figure(rows: Sequence[Mapping]) -> go.Figure:
     """Measured (x) against predicted (y) values, one marker per row (``label``,
     ``measured``, ``predicted``, ``kind``: "busbw" in GB/s or "time" in us), with the
     y = x line and a +-20 % band."""
-    if not rows:
-        raise checks.fail("rows", "a non-empty list of rows", rows)
+    rows = _check_rows(rows)
     fig = new_figure()
     for kind, symbol, color in (("busbw", "circle", rank_color(0)),
                                 ("time", "diamond", rank_color(3))):  # fmt: skip
@@ -249,8 +250,7 @@ def validation_figure(rows: Sequence[Mapping]) -> go.Figure:
 def validation_table(rows: Sequence[Mapping]) -> go.Figure:
     """The validation rows as a table: setup, what was measured, measured, predicted, error,
     NCCL's choice in the model, and the source."""
-    if not rows:
-        raise checks.fail("rows", "a non-empty list of rows", rows)
+    rows = _check_rows(rows)
     unit = {"busbw": "GB/s", "time": "µs"}
     cols = {
         "setup": [r["label"] for r in rows],
@@ -276,6 +276,28 @@ def validation_table(rows: Sequence[Mapping]) -> go.Figure:
     return fig
 
 
+_ROW_KEYS = ("label", "kind", "measured", "predicted", "error", "algorithm", "protocol",
+             "release", "source", "nbytes")  # fmt: skip
+
+
+def _check_rows(rows) -> list:
+    """Rows of :func:`scaleout.nccl.published.rows` (mappings with those keys)."""
+    what = f"a non-empty list of mappings with keys {_ROW_KEYS}"
+    if not isinstance(rows, list | tuple) or not rows:
+        raise checks.fail("rows", what, rows)
+    for r in rows:
+        if not isinstance(r, Mapping) or any(k not in r for k in _ROW_KEYS):
+            raise checks.fail("rows", what, r)
+        checks.choice("kind", r["kind"], ("busbw", "time"))
+        checks.positive("measured", r["measured"])
+        checks.positive("predicted", r["predicted"])
+        checks.real("error", r["error"])
+        checks.positive("nbytes", r["nbytes"])
+        for k in ("label", "algorithm", "protocol", "release", "source"):
+            checks.text(k, r[k], 300)
+    return list(rows)
+
+
 def _bytes(n: float) -> str:
     for unit, size in (("GiB", 2**30), ("MiB", 2**20), ("KiB", 2**10)):
         if n >= size:
@@ -289,7 +311,11 @@ def gloo_figure(sizes, seconds, nranks: int, latency_s: float, gb_per_s: float):
     from :func:`scaleout.costmodel.fit_alpha_beta`)."""
     sizes = _check_sizes(sizes)
     seconds = checks.array("seconds", seconds, ndim=1, low=0.0, low_open=True)
+    if seconds.shape != sizes.shape:
+        raise checks.fail("seconds", f"one time per size ({len(sizes)})", len(seconds))
     nranks = checks.integer("nranks", nranks, 2, 64)
+    latency_s = checks.positive("latency_s", latency_s, 3600.0)
+    gb_per_s = checks.positive("gb_per_s", gb_per_s, 1e6)
     factor = 2 * (nranks - 1) / nranks
     busbw = sizes / seconds / 1e9 * factor
     grid = np.logspace(np.log10(sizes.min()), np.log10(sizes.max()), 60)
@@ -327,7 +353,13 @@ def shm_figure(results: Sequence) -> go.Figure:
     between two processes (:func:`scaleout.nccl.shm.pingpong` results)."""
     from plotly.subplots import make_subplots
 
-    if not results:
+    from ..nccl.shm import PingPong
+
+    if (
+        not isinstance(results, list | tuple)
+        or not results
+        or not all(isinstance(r, PingPong) for r in results)
+    ):
         raise checks.fail("results", "a non-empty list of PingPong results", results)
     fig = make_subplots(rows=1, cols=2, subplot_titles=("one-way time", "payload bandwidth"))
     fig.update_layout(template=new_figure().layout.template)
