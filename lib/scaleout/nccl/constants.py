@@ -21,6 +21,7 @@ import numpy as np
 
 from .. import checks
 
+#: The pinned NCCL release (a tag of https://github.com/NVIDIA/nccl).
 RELEASE = "v2.27.7-1"
 REPOSITORY = "https://github.com/NVIDIA/nccl"
 
@@ -183,6 +184,7 @@ _TABLE = (
      "channels are doubled; Hopper+ multi-node doubles again if ring bw > 45 and < 16"),
 )  # fmt: skip
 
+#: Every constant of the model, by name.
 CONSTANTS: dict[str, Constant] = {
     name: Constant(name, value, Source(file, first, last), meaning)
     for name, value, file, first, last, meaning in _TABLE

@@ -211,7 +211,7 @@ def collective_seconds(collective: str, nbytes, gpus_per_node: int, nodes: int, 
     """Seconds NCCL takes for ``collective`` of ``nbytes`` (vectorised) over a group of
     ``gpus_per_node`` GPUs on each of ``nodes`` servers of ``topo`` (a preset name or a
     Topology whose ``nodes`` is at least ``nodes``). The group keeps the servers' links
-    and the NICs of its GPUs (:meth:`Topology.group`)."""
+    and the NICs of its GPUs (:meth:`~scaleout.nccl.topo.Topology.group`)."""
     checks.choice("collective", collective, ALL_COLLECTIVES)
     base = _topo(topo)
     checks.integer("nodes", nodes, 1, 65536)

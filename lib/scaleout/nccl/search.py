@@ -43,6 +43,7 @@ from . import constants as C
 from .topo import Topology, check_topology
 
 PATH_TYPES = ("LOC", "NVL", "NVB", "C2C", "PIX", "PXB", "P2C", "PXN", "PHB", "SYS", "NET")
+#: The graph patterns :func:`compute` searches for.
 PATTERNS = ("balanced_tree", "tree", "ring", "nvls", "collnet_direct", "collnet_chain")
 _EPS = 1e-3  # search.cc rounds link bandwidths to 1/1000 (SUB_ROUND)
 

@@ -205,6 +205,7 @@ def _presets() -> dict[str, Topology]:
     }  # fmt: skip
 
 
+#: The preset machines, by name.
 PRESETS: dict[str, Topology] = _presets()
 
 

@@ -3,7 +3,7 @@ the chapter's pictures (no timing, no plotting).
 
 * :func:`protocol_frames` - a message written by the sender and read by the receiver, one
   frame per step, for LL (8-byte words: 4 bytes of data, 4 of flag), LL128 (128-byte
-  lines: 120 bytes of data, 8 of flag; ``NCCL_LL128_LINESIZE``, ``device.h:104``) and
+  lines: 120 bytes of data, 8 of flag; ``NCCL_LL128_LINESIZE``, ``device.h:106``) and
   Simple (the data, a fence, one flag). Each frame is a grid of 8-byte cells with a state.
 * :func:`efficiency` - the share of the stored bytes that are data.
 * :func:`ring_paths` - the order in which the channels of a two-node ring enter, cross and
@@ -21,6 +21,7 @@ import numpy as np
 from .. import checks
 
 EMPTY, DATA, FLAG, READ, FENCE = range(5)
+#: What a cell of the receive buffer holds, by state number.
 STATES = ("empty", "data written", "flag", "read by the receiver", "fence")
 CELL = 8  # bytes per cell in the pictures
 ROW = 16  # cells per row: 128 bytes, one LL128 line

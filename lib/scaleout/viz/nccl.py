@@ -124,7 +124,7 @@ def rails_animation(gpus: int = 8, nics: int = 8) -> go.Figure:
 
 def busbw_figure(topo, collective: str = "allreduce", sizes=None) -> go.Figure:
     """Bus bandwidth against size for every algorithm NCCL can run here (each with its
-    best protocol), and the one NCCL picks (markers). From :func:`scaleout.nccl.predict`."""
+    best protocol), and the one NCCL picks (markers). From :func:`scaleout.nccl.model.predict`."""
     sizes = SIZES if sizes is None else _check_sizes(sizes)
     checks.choice("collective", collective, N.COLLECTIVES)
     fig = new_figure()
