@@ -21,7 +21,7 @@ import numpy as np
 
 from .. import checks
 
-#: The pinned NCCL release (a tag of https://github.com/NVIDIA/nccl).
+#: The pinned NCCL release, a tag of the NVIDIA/nccl repository.
 RELEASE = "v2.27.7-1"
 REPOSITORY = "https://github.com/NVIDIA/nccl"
 

@@ -125,9 +125,9 @@ MEASUREMENTS: tuple[Measurement, ...] = (
                 ISSUE.format("nccl-tests", 232), "not stated"),
 )  # fmt: skip
 
-#: Times NCCL printed for its own model (see the comment above the dict).
 # (size in bytes, microseconds) NCCL printed for allreduce, "Algo 0 proto 0" (Tree/LL),
 # on three 8-GPU H100 nodes (NVIDIA/nccl issue 1453, NCCL_DEBUG=INFO)
+#: Times NCCL printed for its own model, a Tree/LL all-reduce on three 8-GPU H100 nodes.
 NCCL_PRINTED = {
     "source": ISSUE.format("nccl", 1453),
     "topo": _h100(3),
