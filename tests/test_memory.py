@@ -111,7 +111,53 @@ def test_optimizers_and_precisions(optimizer, precision, per_param):
     assert sum(s.bytes_per_param for s in states) == per_param
     assert M.model_state_bytes(10, 0, 1, optimizer, precision=precision).total == 10 * per_param
     master = any("master" in s.name for s in states)
-    assert master == (precision == "mixed")
+    assert master == (precision != "fp32")
+    assert M.bytes_per_param(optimizer, precision) == per_param
+
+
+# Megatron-Core developer guide, "Distributed Optimizer", table of theoretical bytes per
+# parameter (d = data-parallel size): (non-distributed, replicated part, sharded part).
+MEGATRON_DISTRIB_OPTIMIZER_TABLE = {
+    "megatron-fp16": (20, 4, 16),  # float16 param, float16 grads: 20, 4 + 16/d
+    "megatron-bf16": (18, 6, 12),  # float16 param, fp32 grads: 18, 6 + 12/d
+    "fp32": (16, 8, 8),  # fp32 param, fp32 grads: 16, 8 + 8/d
+}
+
+
+@pytest.mark.parametrize("precision", sorted(MEGATRON_DISTRIB_OPTIMIZER_TABLE))
+def test_megatron_accountings_match_distributed_optimizer_table(precision):
+    whole, replicated, sharded = MEGATRON_DISTRIB_OPTIMIZER_TABLE[precision]
+    assert M.bytes_per_param("adam", precision) == whole
+    assert M.model_state_bytes(1.0, 0, 1, precision=precision).total == whole
+    for d in (1, 2, 8, 64, 1024):
+        # ZeRO-1 shards exactly what Megatron's distributed optimizer shards
+        got = M.model_state_bytes(1.0, 1, d, precision=precision).total
+        assert got == pytest.approx(replicated + sharded / d, rel=1e-15), (precision, d)
+        assert M.device_bytes(1.0, 1, d, precision=precision) == pytest.approx(got)
+
+
+def test_megatron_bf16_fp32_gradient_replaces_the_bf16_one():
+    states = {s.name: s for s in M.states_per_param("adam", "megatron-bf16")}
+    assert list(states) == [
+        "bf16 parameters", "fp32 gradient buffer (main_grad)", "fp32 master parameters",
+        "fp32 momentum", "fp32 variance",
+    ]  # fmt: skip
+    assert states["fp32 gradient buffer (main_grad)"].kind == "gradients"
+    assert sum(s.bytes_per_param for s in states.values() if s.kind == "gradients") == 4
+    # 18, not 16 + 4 = 20: the fp32 buffer is the gradient, not an extra copy of it
+    assert M.bytes_per_param("adam", "megatron-bf16") == M.bytes_per_param() + 2
+    fp16 = M.model_state_bytes(1.0, 1, 8, precision="megatron-fp16")
+    assert fp16.breakdown["fp32 gradient copy (optimizer)"] == 0.5  # sharded with the optimizer
+    assert fp16.gradients == 2 and fp16.parameters == 2
+
+
+def test_bytes_per_param_defaults_and_k():
+    assert M.bytes_per_param() == 16.0
+    assert M.bytes_per_param("adam", "mixed", k=20) == 24.0
+    assert M.bytes_per_param("sgd", "megatron-bf16") == 10.0
+    for bad in (dict(optimizer="lamb"), dict(precision="bf16"), dict(precision=["mixed"])):
+        with pytest.raises(ValueError, match=next(iter(bad))):
+            M.bytes_per_param(**bad)
 
 
 def test_k_overrides_the_optimizer_states():

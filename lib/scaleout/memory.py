@@ -13,6 +13,13 @@ Sources:
   (P_os) shards the optimizer states, stage 2 (P_os+g) also the gradients, stage 3
   (P_os+g+p) also the parameters. Section 7: communication per step 2 psi for plain DP and
   stages 1-2, 3 psi for stage 3.
+* Megatron's accountings: Megatron-Core developer guide, "Distributed Optimizer"
+  (https://docs.nvidia.com/megatron-core/developer-guide/latest/distrib_optimizer.html),
+  table of theoretical bytes per parameter: fp16 parameters and gradients 20 (4 + 16/d with
+  the distributed optimizer), 16-bit parameters with fp32 gradients 18 (6 + 12/d), fp32
+  parameters and gradients 16 (8 + 8/d). bf16 training keeps fp32 gradients: Megatron-LM
+  ``megatron/training/arguments.py`` sets ``accumulate_allreduce_grads_in_fp32`` for bf16
+  ("bfloat16 requires gradient accumulation and all-reduce to be done in fp32").
 * Activations: Korthikanti et al., "Reducing Activation Recomputation in Large Transformer
   Models", MLSys 2023 (arXiv 2205.05198), Section 4 and Table 2.
 * Parameter count of a GPT layer stack and the model presets: Narayanan et al., SC21
@@ -29,10 +36,12 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from . import checks
+
 STAGES = (0, 1, 2, 3)
 STAGE_NAMES = {0: "plain DP", 1: "ZeRO-1 (P_os)", 2: "ZeRO-2 (P_os+g)", 3: "ZeRO-3 (P_os+g+p)"}
 OPTIMIZERS = ("adam", "sgd_momentum", "sgd")
-PRECISIONS = ("mixed", "fp32")
+PRECISIONS = ("mixed", "fp32", "megatron-bf16", "megatron-fp16")
 RECOMPUTE = ("none", "selective", "full")
 KINDS = ("parameters", "gradients", "optimizer states")
 # First stage at which each kind of state is sharded (ZeRO section 5, Figure 1).
@@ -88,20 +97,44 @@ def _choice(name: str, value, allowed):
 def states_per_param(optimizer: str = "adam", precision: str = "mixed", k=None):
     """The tensors kept for every parameter, as a tuple of :class:`State`.
 
-    ``precision="mixed"`` (ZeRO section 3.1): fp16/bf16 parameters and gradients (2 bytes
-    each) and an fp32 master copy (4 bytes) for the optimizer, plus fp32 momentum (Adam and
-    SGD with momentum) and variance (Adam): K = 12, 8, 4 bytes for adam, sgd_momentum, sgd.
-    ``precision="fp32"``: 4-byte parameters and gradients, no master copy: K = 8, 4, 0.
+    Four accountings (``precision``), each state classified by the ZeRO stage that shards it
+    (``kind``: parameters from stage 3, gradients from 2, optimizer states from 1):
+
+    * ``"mixed"``, the ZeRO paper's (section 3.1): fp16/bf16 parameters and gradients
+      (2 bytes each) and an fp32 master copy (4 bytes) for the optimizer, plus fp32 momentum
+      (Adam and SGD with momentum) and variance (Adam): K = 12, 8, 4 bytes for adam,
+      sgd_momentum, sgd; 16 bytes per parameter with Adam.
+    * ``"megatron-bf16"``, Megatron-LM's bf16 training: bf16 parameters (2) and an fp32
+      gradient buffer (4; ``main_grad``, it replaces the bf16 gradient), then the fp32 master
+      copy and the moments as above: 18 bytes per parameter with Adam; the distributed
+      optimizer (= ZeRO-1) shards master and moments: 6 + 12/d.
+    * ``"megatron-fp16"``, Megatron-LM's fp16 training: fp16 parameters and gradients (2 + 2)
+      and, inside the optimizer, an fp32 copy of the gradient (4) beside the fp32 master
+      copy and the moments: 20 bytes per parameter with Adam, 4 + 16/d distributed.
+    * ``"fp32"``: 4-byte parameters and gradients, no master copy: K = 8, 4, 0 (Megatron's
+      third row: 16 bytes with Adam, 8 + 8/d distributed).
+
     ``k`` (bytes >= 0) replaces the optimizer states by one entry of k bytes, the paper's K.
     """
-    _choice("optimizer", optimizer, OPTIMIZERS)
-    _choice("precision", precision, PRECISIONS)
+    checks.choice("optimizer", optimizer, OPTIMIZERS)
+    checks.choice("precision", precision, PRECISIONS)
+    optim = [State("fp32 master parameters", "optimizer states", 4)]
     if precision == "mixed":
         states = [
             State("fp16 parameters", "parameters", 2),
             State("fp16 gradients", "gradients", 2),
         ]
-        optim = [State("fp32 master parameters", "optimizer states", 4)]
+    elif precision == "megatron-bf16":
+        states = [
+            State("bf16 parameters", "parameters", 2),
+            State("fp32 gradient buffer (main_grad)", "gradients", 4),
+        ]
+    elif precision == "megatron-fp16":
+        states = [
+            State("fp16 parameters", "parameters", 2),
+            State("fp16 gradients", "gradients", 2),
+        ]
+        optim.insert(0, State("fp32 gradient copy (optimizer)", "optimizer states", 4))
     else:
         states = [
             State("fp32 parameters", "parameters", 4),
@@ -113,10 +146,15 @@ def states_per_param(optimizer: str = "adam", precision: str = "mixed", k=None):
     if optimizer == "adam":
         optim.append(State("fp32 variance", "optimizer states", 4))
     if k is not None:
-        if isinstance(k, bool) or not isinstance(k, int | float) or not 0 <= k < math.inf:
-            raise ValueError(f"k must be a finite number of bytes per parameter >= 0, got {k!r}")
-        optim = [State(f"optimizer states (K = {k:g})", "optimizer states", float(k))]
+        k = checks.nonnegative("k", k)
+        optim = [State(f"optimizer states (K = {k:g})", "optimizer states", k)]
     return tuple(states + optim)
+
+
+def bytes_per_param(optimizer: str = "adam", precision: str = "mixed", k=None) -> float:
+    """Model-state bytes per parameter without sharding, the sum of :func:`states_per_param`:
+    16 for Adam in the ZeRO paper's accounting, 18 and 20 for Megatron's bf16 and fp16."""
+    return float(sum(s.bytes_per_param for s in states_per_param(optimizer, precision, k)))
 
 
 @dataclass(frozen=True)
