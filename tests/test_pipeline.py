@@ -308,7 +308,12 @@ def test_model_state_memory():
     assert P.min_gpus(1e9, 16, 80) == 1 and P.min_gpus(5e9, 16, 80) == 1
     assert P.min_gpus(5.1e9, 16, 80) == 2
     np.testing.assert_array_equal(P.model_state_bytes([1e9, 2e9], 2), [2e9, 4e9])
-    assert P.BYTES_PER_PARAM["mixed-precision Adam (ZeRO's 2 + 2 + 12)"] == 2 + 2 + 12
+    # three accountings of mixed-precision Adam, read from scaleout.memory (issue 13: not
+    # "16 + 4 = 20" for bf16, where the fp32 gradient buffer replaces the bf16 gradient)
+    assert P.BYTES_PER_PARAM["ZeRO paper: mixed-precision Adam"] == 2 + 2 + 12
+    assert P.BYTES_PER_PARAM["Megatron bf16: fp32 gradients"] == 2 + 4 + 12
+    assert P.BYTES_PER_PARAM["Megatron fp16: fp16 gradients + fp32 copy"] == 2 + 2 + 4 + 12
+    assert P.model_state_bytes(1e12, P.BYTES_PER_PARAM["Megatron bf16: fp32 gradients"]) == 18e12
 
 
 @given(st.integers(1, 200), st.integers(1, 64))

@@ -48,20 +48,25 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from . import checks
+from . import checks, memory
 
 SCHEDULES = ("naive", "gpipe", "1f1b", "interleaved", "zb-h1")
 PHASES = ("F", "B", "W")
 MAX_STAGES, MAX_MICROBATCHES, MAX_CHUNKS = 1024, 1 << 16, 64
 MAX_OPERATIONS = 1 << 22
 
-# Model states per parameter in bytes (Rajbhandari et al., SC20, section 3.1): mixed-precision
-# Adam keeps fp16/bf16 weights (2) and gradients (2) plus fp32 master weights, momentum and
-# variance (4 + 4 + 4 = 12).
+# Model states per parameter in bytes. Training: the three accountings of scaleout.memory
+# (memory.bytes_per_param, with their sources): the ZeRO paper's mixed-precision Adam
+# (Rajbhandari et al., SC20, section 3.1: 2 + 2 + 12), Megatron's bf16 (its fp32 gradient
+# buffer replaces the bf16 gradient: 2 + 4 + 12) and fp16 (fp16 gradients plus an fp32 copy
+# in the optimizer: 2 + 2 + 4 + 12), per Megatron-Core's distributed-optimizer guide.
+# Inference keeps only the weights: 2 bytes in bf16, 4 in fp32.
 BYTES_PER_PARAM = {
-    "bf16 weights only (inference)": 2,
-    "fp32 weights only": 4,
-    "mixed-precision Adam (ZeRO's 2 + 2 + 12)": 16,
+    "bf16 weights only (inference)": 2.0,
+    "fp32 weights only": 4.0,
+    "ZeRO paper: mixed-precision Adam": memory.bytes_per_param("adam", "mixed"),
+    "Megatron bf16: fp32 gradients": memory.bytes_per_param("adam", "megatron-bf16"),
+    "Megatron fp16: fp16 gradients + fp32 copy": memory.bytes_per_param("adam", "megatron-fp16"),
 }
 # Memory per GPU in GB (1e9 bytes), from NVIDIA's datasheets (V100, A100 80GB, H100 SXM5,
 # H200 SXM).
