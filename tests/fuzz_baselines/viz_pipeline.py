@@ -13,7 +13,7 @@ BASELINES = {
     "in_flight_over_time": call({"1F1B": S}, stage=1),
     "microbatch_tradeoff": call(8, [2], [1, 2, 4], 1.0, 2.0, 4.0),
     "memory_figure": call([1e9, 1e10], {"Adam": 16}, {"H100 80GB": 80.0}),
-    "memory_per_gpu": call(7e9, 16, 80.0, 8),
+    "memory_per_gpu": call(7e9, 16, 80.0, 8, gpu_name="H100"),
     "cuts_figure": call(4, 2),
     "states_breakdown": call({"ZeRO": {"fp16 parameters": 2.0, "Adam": 12.0}}, title="t"),
 }

@@ -396,10 +396,12 @@ def memory_figure(params, bytes_per_param, gpus):
     return fig
 
 
-def memory_per_gpu(params, bytes_per_param=16, gpu_gb=80.0, max_gpus=64):
+def memory_per_gpu(params, bytes_per_param=16, gpu_gb=80.0, max_gpus=64, gpu_name=None):
     """Model states per GPU when the model is cut evenly across 1..max_gpus GPUs, against
-    one GPU's memory; the fewest GPUs that fit is marked."""
+    one GPU's memory (``gpu_name``: its name, for the title); the fewest GPUs that fit is
+    marked."""
     params = checks.positive("params", params, 1e16)
+    gpu_name = _title("gpu_name", gpu_name, "")
     bytes_per_param = checks.positive("bytes_per_param", bytes_per_param, 1e3)
     gpu_gb = checks.positive("gpu_gb", gpu_gb, 1e6)
     max_gpus = checks.integer("max_gpus", max_gpus, 1, MAX_POINTS)
@@ -407,8 +409,8 @@ def memory_per_gpu(params, bytes_per_param=16, gpu_gb=80.0, max_gpus=64):
     per = P.model_state_bytes(params, bytes_per_param) / n / 1e9
     need = P.min_gpus(params, bytes_per_param, gpu_gb)
     fig = new_figure(
-        title_text=f"{params / 1e9:g}B params x {bytes_per_param:g} B: {need} GPUs "
-        f"of {gpu_gb:g} GB",
+        title_text=f"{params / 1e9:g}B params x {bytes_per_param:g} B: {need} "
+        f"{gpu_name or 'GPUs'}{' GPUs' if gpu_name else ''} of {gpu_gb:g} GB",
         xaxis=dict(title_text="GPUs the model states are cut across"),
         yaxis=dict(type="log", title_text="model states per GPU (GB)"), height=420,
         legend=dict(x=1.0, xanchor="right", y=1.0),
