@@ -583,7 +583,9 @@ def model_state_bytes(params, bytes_per_param=16):
     """Bytes of model states: parameters x bytes per parameter (vectorised over params)."""
     params = checks.array("params", params, low=0)
     bpp = checks.positive("bytes_per_param", bytes_per_param)
-    return checks.as_output(checks.finite_result("params x bytes_per_param", params * bpp))
+    with np.errstate(over="ignore"):  # reported below, as the library's error
+        out = params * bpp
+    return checks.as_output(checks.finite_result("params x bytes_per_param", out))
 
 
 def min_gpus(params, bytes_per_param=16, gpu_gb=80.0) -> int:
