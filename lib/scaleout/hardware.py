@@ -717,6 +717,7 @@ _MLE = (
     "training/performance/README.md at commit 744d01e"
 )
 
+#: Every GPU row, by name (read one with :func:`gpu`).
 GPUS: dict[str, GPU] = {
     g.name: g
     for g in (
