@@ -671,8 +671,8 @@ class GPU:
 
     @property
     def nvlink(self) -> Bandwidth | None:
-        """NVLink bandwidth of this GPU: its links x the per-link figure of its generation
-        (``NVLINK_GENERATIONS``); None without NVLink."""
+        """The GPU's NVLink bandwidth, its links times the per-link figure of its
+        generation in ``NVLINK_GENERATIONS`` (None without NVLink)."""
         if self.nvlink_generation is None:
             return None
         return nvlink_generation(self.nvlink_generation).per_link * self.nvlink_links

@@ -21,7 +21,7 @@ Quantization"). The model:
   (:mod:`scaleout.compute.published`), divided by the model's own utilization at the
   measured best shape, so the model reproduces that one row per GPU and data type (and never
   exceeds the peak). Nothing is tuned to training runs. GPUs or data types without a row
-  use the fraction of peak of a named related row (:func:`ceiling` says which).
+  use the fraction of peak of a named related row (:func:`scaleout.compute.ceiling` says which).
 * **Roofline**: the time is at least the HBM time of the minimum traffic, bytes / bandwidth.
 
 Not modelled: kernel launch latency (a few microseconds, which dominates tiny GEMMs),
@@ -36,6 +36,7 @@ Limits: m, n, k up to ``MAX_DIM``; ``batch`` up to ``MAX_BATCH``.
 
 from __future__ import annotations
 
+import functools
 import math
 from dataclasses import dataclass
 
@@ -119,7 +120,11 @@ def ceiling(gpu, dtype: str = "bf16") -> Ceiling:
     """The measured ceiling of :func:`gemm_seconds` for ``gpu`` (a name of
     ``hardware.GPUS`` or a row) and ``dtype`` (see the module docstring)."""
     row = H.gpu(gpu)
-    dtype = checks.choice("dtype", dtype, row.dtypes)
+    return _ceiling(row, checks.choice("dtype", dtype, row.dtypes))
+
+
+@functools.lru_cache(maxsize=256)
+def _ceiling(row: H.GPU, dtype: str) -> Ceiling:
     peak = row.peak_flops(dtype)
     key = "bf16" if dtype == "fp16" else dtype
     name = row.name if (row.name, key) in CEILING_ROWS or row.name not in RELATED else None
@@ -173,7 +178,7 @@ class GemmTime:
 
     @property
     def bound(self) -> str:
-        """``"compute"`` or ``"memory"``: the larger of the two terms."""
+        """Which term is larger, ``"compute"`` or ``"memory"``."""
         return "compute" if self.compute_s >= self.memory_s else "memory"
 
     @property
@@ -193,8 +198,12 @@ def gemm_time(m, n, k, gpu, dtype: str = "bf16", batch=1) -> GemmTime:
     m, n, k = (checks.integer(name, v, 1, MAX_DIM) for name, v in (("m", m), ("n", n), ("k", k)))
     batch = checks.integer("batch", batch, 1, MAX_BATCH)
     row = H.gpu(gpu)
-    dtype = checks.choice("dtype", dtype, row.dtypes)
-    top = ceiling(row, dtype)
+    return _gemm_time(m, n, k, row, checks.choice("dtype", dtype, row.dtypes), batch)
+
+
+@functools.lru_cache(maxsize=2**16)
+def _gemm_time(m: int, n: int, k: int, row: H.GPU, dtype: str, batch: int) -> GemmTime:
+    top = _ceiling(row, dtype)
     compute_s, tile, tiles, waves = _compute(m, n, k, batch, row.sms, top.flops)
     elements = float(batch) * (m * k + k * n + m * n)
     nbytes = elements * DTYPE_BYTES[dtype]

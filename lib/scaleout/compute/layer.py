@@ -26,7 +26,7 @@ FFN size f:
 * Recomputation: ``"full"`` runs the whole forward again before the backward;
   ``"selective"`` runs the attention core again (Korthikanti et al. Section 5); with
   FlashAttention the core is recomputed by the kernel anyway, so selective adds nothing.
-* The optimizer step (:func:`optimizer_step_seconds`): Adam over the parameters, bytes over
+* The optimizer step (:func:`scaleout.compute.optimizer_step_seconds`): Adam over the parameters, bytes over
   HBM bandwidth, once per step (not per micro-batch).
 
 Model FLOPs (Chowdhery et al. 2022, PaLM, Appendix B; Korthikanti et al. 2022, Appendix A)
@@ -45,6 +45,7 @@ clocks under power limits.
 
 from __future__ import annotations
 
+import functools
 from dataclasses import dataclass
 
 from .. import checks
@@ -293,12 +294,12 @@ class LayerTime:
 
     @property
     def mfu(self) -> float:
-        """Model FLOPs utilization: model FLOPs / (seconds x peak) (Chowdhery et al. 2022)."""
+        """Model FLOPs utilization, model FLOPs / (seconds x peak) (Chowdhery et al. 2022)."""
         return mfu(self.model_flops, self.total_s, self.peak_flops)
 
     @property
     def hfu(self) -> float:
-        """Hardware FLOPs utilization: hardware FLOPs / (seconds x peak)."""
+        """Hardware FLOPs utilization, hardware FLOPs / (seconds x peak)."""
         return mfu(self.hardware_flops, self.total_s, self.peak_flops)
 
     @property
@@ -321,6 +322,11 @@ def layer_time(layer, b, gpu, t=1, sp=False, recompute="none", flash=True, dtype
     dtype = checks.choice("dtype", dtype, row.dtypes)
     if b * layer.seq > MAX_DIM:
         raise checks.fail("b", f"at most {MAX_DIM // layer.seq} (b x seq <= {MAX_DIM})", b)
+    return _layer_time(layer, b, row, t, sp, recompute, flash, dtype)
+
+
+@functools.lru_cache(maxsize=2**14)
+def _layer_time(layer, b, row, t, sp, recompute, flash, dtype) -> LayerTime:
     fwd, bwd = [], []
     for name, m, n, k in _gemms(layer, b, t):
         g = gemm_time(m, n, k, row, dtype)

@@ -3,8 +3,9 @@ others, and its skill (does it rank them right?).
 
 Rows (:mod:`scaleout.compute.published`):
 
-* ``fit``: the MAMF rows that set each GPU's ceiling (``CEILING_ROWS`` of :mod:`scaleout.compute.gemm`).
-  The model reproduces them by construction; their error is zero and says nothing.
+* ``fit``: the MAMF rows that set each GPU's ceiling (``CEILING_ROWS`` of
+  :mod:`scaleout.compute.gemm`). The model reproduces them by construction; their error
+  is zero and says nothing.
 * ``held-out``: MAMF rows of accelerators the table does not calibrate, priced on the
   book's nearest GPU row: the A100 PCIe (same chip and peak as the SXM, at 250-300 W) on
   A100-80GB, the GH200 (a Hopper GPU at 900 W) and the H200 on H200, the B300 (same bf16

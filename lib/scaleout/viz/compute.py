@@ -73,12 +73,12 @@ def roofline(panels: Mapping[str, tuple], dtype: str = "bf16", title: str = "") 
                 row=1, col=col,
             )  # fmt: skip
             shown.add(kind)
-        fig.update_xaxes(type="log", title_text="arithmetic intensity (FLOP per HBM byte)",
-                         range=[-2, 4], row=1, col=col)  # fmt: skip
+        fig.update_xaxes(type="log", title_text="FLOP per HBM byte", range=[-2, 4], row=1,
+                         col=col)  # fmt: skip
         fig.update_yaxes(type="log", range=[-1.5, 3.6], row=1, col=col)
     fig.update_yaxes(title_text=f"{dtype} TFLOP/s", row=1, col=1)
-    fig.update_layout(template=template(), height=440, title=_title(title),
-                      legend=dict(orientation="h", y=-0.22, x=0))  # fmt: skip
+    fig.update_layout(template=template(), height=460, title=_title(title),
+                      margin=dict(t=90), legend=dict(orientation="h", y=-0.22, x=0))  # fmt: skip
     return fig
 
 
@@ -112,9 +112,13 @@ def curves(x, series: Mapping[str, Sequence], x_title: str, y_title: str, title:
         fig.add_hline(
             y=checks.real(f"hlines[{label!r}]", value),
             annotation_text=str(label),
+            annotation_position="top right" if j % 2 == 0 else "bottom right",
             line=dict(dash="dash", color=rank_color(len(series) + j)),
         )
-    fig.update_xaxes(title_text=x_title, type="log" if checks.boolean("log_x", log_x) else None)
+    if checks.boolean("log_x", log_x):
+        ticks = x.tolist() if x.size <= 12 else None
+        fig.update_xaxes(type="log", tickvals=ticks)
+    fig.update_xaxes(title_text=x_title)
     fig.update_yaxes(title_text=y_title)
     fig.update_layout(title=_title(title), height=400, legend=dict(orientation="h", y=-0.25, x=0))
     return fig
@@ -195,10 +199,9 @@ def measured_cpu(labels, gflops, intensity, peak_gflops, copy_gb_per_s) -> go.Fi
     fig.add_scatter(
         x=x.tolist(),
         y=y.tolist(),
-        mode="markers+text",
+        mode="markers",
         text=labels,
-        textposition="top center",
-        marker=dict(color=colors, size=10),
+        marker=dict(color=colors, size=11, line=dict(color="white", width=1)),
         name="products",
         showlegend=False,
         row=1,
