@@ -26,8 +26,8 @@ FFN size f:
 * Recomputation: ``"full"`` runs the whole forward again before the backward;
   ``"selective"`` runs the attention core again (Korthikanti et al. Section 5); with
   FlashAttention the core is recomputed by the kernel anyway, so selective adds nothing.
-* The optimizer step (:func:`scaleout.compute.optimizer_step_seconds`): Adam over the parameters, bytes over
-  HBM bandwidth, once per step (not per micro-batch).
+* The optimizer step (:func:`scaleout.compute.optimizer_step_seconds`): Adam over the
+  parameters, bytes over HBM bandwidth, once per step (not per micro-batch).
 
 Model FLOPs (Chowdhery et al. 2022, PaLM, Appendix B; Korthikanti et al. 2022, Appendix A)
 count the forward and backward of the GEMMs and the attention core once: forward
