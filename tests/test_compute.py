@@ -244,3 +244,17 @@ def test_the_measured_cpu_sweep_prints_measured_values():
     for cell in cells:
         text = "".join("".join(o.get("text", "")) for o in cell["outputs"])
         assert "measured: " in text and "GFLOP/s" in text
+
+
+def test_logits_head_matches_narayanans_vocabulary_term():
+    b, s, h, v, t, layers = 2, 2048, 12288, 51200, 8, 96
+    head = C.head_time(b, s, h, v, "A100-80GB", t=t)
+    assert head.model_flops == 6 * b * s * h * v / t
+    layer = C.layer_time(GPT3, b, "A100-80GB", t=t)
+    # 96 B s l h^2 V / (16 l h) = 6 B s h V: the head against the layers, without recompute
+    narayanan = 96 * b * s * layers * h * h * (v / (16 * layers * h))
+    assert head.model_flops * t == narayanan
+    assert layer.model_flops * t == pytest.approx(72 * b * s * h * h * (1 + s / (6 * h)))
+    assert 0 < head.mfu <= 1 and head.seconds("backward") > head.seconds("forward")
+    with pytest.raises(ValueError, match="t must be a divisor of vocab"):
+        C.head_time(1, 2048, 4096, 50257, "A100-80GB", t=8)

@@ -572,6 +572,9 @@ def system(name: str) -> System:
 # states (or that this book could only confirm in secondary copies), and ``note`` says
 # where they come from. The NVLink figure is never stored twice: a GPU names its NVLink
 # generation and link count, and the bandwidth comes from ``NVLINK_GENERATIONS``.
+# The figures of the named documents were checked against copies quoted elsewhere (the ML
+# Engineering Open Book's TFLOPS and cache tables; G. Lockwood's processor notes), not
+# against the PDFs themselves, which could not be opened where this table was written.
 
 GPU_DTYPES = ("fp32", "tf32", "bf16", "fp16", "fp8")
 GPU_FIELDS = (

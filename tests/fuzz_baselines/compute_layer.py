@@ -6,7 +6,6 @@ _L = C.Layer(4096, 32, 2048, kv_heads=8, ffn=14336, swiglu=True)
 
 BASELINES = {
     "Layer": call(4096, 32, 2048, kv_heads=8, ffn=14336, swiglu=True),
-    "Part": call("MLP up", "forward", "gemm", 1e-3, 1e12, 1e8),
     "LayerTime": call((C.Part("x", "forward", "gemm", 1e-3, 1e12, 1e8),), 1e12, 312e12),
     "layer_time": call(
         _L, 2, "H100-SXM", t=2, sp=True, recompute="selective", flash=False, dtype="bf16"

@@ -8,6 +8,9 @@ Taught in chapter 13, "Compute: rooflines, matrix-multiply efficiency and MFU"
   SMs and a measured ceiling.
 * :mod:`scaleout.compute.layer`: attention with and without FlashAttention, the
   memory-bound operations, a transformer layer's forward and backward time, MFU and HFU.
+* :mod:`scaleout.compute.parts`: the attention core and the memory-bound kernels.
+* :mod:`scaleout.compute.head`: the logits GEMM and softmax cross-entropy of the output
+  layer.
 * :mod:`scaleout.compute.published`: the published measurements behind the ceiling and
   the validation table.
 * :mod:`scaleout.compute.validation`: the model beside those measurements (error and skill).
@@ -30,18 +33,19 @@ from .gemm import (
     tile_efficiency,
     utilization,
 )
+from .head import head_time
 from .layer import (
     ADAM_BYTES_PER_PARAM,
     MAX_MICROBATCH,
     MAX_T,
     Layer,
     LayerTime,
-    Part,
     layer_time,
     mfu,
     optimizer_step_seconds,
     roofline_points,
 )
+from .parts import Part
 from .roofline import (
     DTYPE_BYTES,
     arithmetic_intensity,
@@ -71,6 +75,7 @@ __all__ = [
     "gemm_efficiency",
     "gemm_seconds",
     "gemm_time",
+    "head_time",
     "layer_time",
     "mfu",
     "optimizer_step_seconds",
