@@ -2,8 +2,9 @@
 
 JupyterLab is started from the project's environment (token off, loopback only, its own
 settings folder: no news toast, no update check, no autosave, every cell rendered) on a
-temporary copy of the chapters, so nothing it writes can touch the committed notebooks. Headless Chromium
-opens each chapter, runs every cell in a fresh kernel, and checks that every code cell ran
+temporary copy of the chapters, so nothing it writes can touch the committed notebooks.
+Headless Chromium opens each chapter, runs every cell in a fresh kernel, and checks that
+every code cell ran
 without an error output, that plotly figures are drawn, that MyST (admonitions, exercises)
 is rendered by jupyterlab-myst rather than shown as raw text, and that moving a control of
 each explorer redraws its figure. Slow (it executes every chapter); ``make test`` runs it.

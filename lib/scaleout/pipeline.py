@@ -78,7 +78,7 @@ GPU_MEMORY_GB = {
         ("H200", "H200"),
     )
 }
-#: The GPU memory (GB) assumed when none is named: an H100 SXM's 80 GB.
+#: The GPU memory in GB assumed when none is named (an H100 SXM's 80 GB).
 DEFAULT_GPU_GB = hardware.gpu("H100-SXM").memory_gb
 
 
