@@ -1,0 +1,219 @@
+"""What an MoE layer's all-to-alls and expert GEMMs cost.
+
+Taught in chapter 7. Two parts, each behind one labelled interface:
+
+**The network: :class:`Network` and :func:`alltoall_seconds`.** One function prices an
+all-to-all of given bytes per rank pair over ranks laid out in nodes of
+``gpus_per_node`` (rank r on node ``r // gpus_per_node``). Bytes to a rank of the same
+node go over NVLink (through NVSwitch, every pair at once), bytes to another node over
+the GPU's own NIC (its rail; rail-optimised fabrics, chapter 11). Every message of an
+all-to-all is in flight at once (NCCL posts them as one group of sends and receives), so
+each rank waits for its busiest direction of its busiest link::
+
+    t_rank = [alpha_nvlink] + [alpha_network]
+             + max(nvlink out, nvlink in) / B_nvlink, max(network out, network in) / B_network)
+
+(each alpha counted when that link carries bytes), and the all-to-all ends with its
+slowest rank: ``max_r t_rank``. For even traffic on one link this is the costmodel's
+``alltoall`` ``pairwise`` bandwidth term (Thakur et al. 2005) with one latency instead of
+``p - 1``. The model leaves out PXN (NCCL forwarding inter-node bytes over NVLink to the
+GPU on the destination's rail), congestion in the network core, incast and per-message
+costs; it is written against :mod:`scaleout.costmodel` and :mod:`scaleout.hardware`
+presets (:func:`network`). **To switch to** ``scaleout.nccl`` when it is on main: build
+the :class:`Network` from ``nccl.p2p.nvlink_gb_per_s(topo)``,
+``nccl.p2p.network_gb_per_s(topo)`` and its latencies, or price even all-to-alls with
+``nccl.predict("alltoall", nbytes, topo)``.
+
+**The experts' compute: :func:`expert_compute_seconds`.** Each rank runs its experts on
+the copies it received: ``matmuls x 2 x tokens x hidden x ffn`` FLOPs forward (2 matmuls
+for the book's ReLU experts, 3 for SwiGLU: Mixtral, DeepSeek-V3), twice that backward,
+at ``peak_flops x efficiency``; the layer waits for the most loaded rank. A lower bound
+that ignores shape effects (small per-expert GEMMs run far below peak); **to switch to**
+``scaleout.compute.gemm_seconds(m, n, k, gpu)`` when it is on main.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from .. import checks
+from .. import hardware as H
+from ..tensor_parallel.traffic import H100_SXM_BF16_DENSE_FLOPS
+from .dispatch import MAX_EP, DispatchPlan
+
+#: Most FLOP/s a GPU may be given (1e18: far beyond any chip).
+MAX_FLOPS = 1e18
+
+
+@dataclass(frozen=True)
+class Network:
+    """What one GPU gets, per direction: ``nvlink_gb_per_s`` to the GPUs of its node,
+    ``network_gb_per_s`` to other nodes (its NIC), with a latency per link kind, for
+    ``gpus_per_node`` GPUs per node. ``source`` says where the figures come from."""
+
+    gpus_per_node: int
+    nvlink_gb_per_s: float
+    network_gb_per_s: float
+    nvlink_alpha_s: float
+    network_alpha_s: float
+    source: str
+
+    def __post_init__(self):
+        checks.integer("gpus_per_node", self.gpus_per_node, 1, MAX_EP)
+        checks.positive("nvlink_gb_per_s", self.nvlink_gb_per_s, 1e6)
+        checks.positive("network_gb_per_s", self.network_gb_per_s, 1e6)
+        checks.nonnegative("nvlink_alpha_s", self.nvlink_alpha_s, H.MAX_ALPHA_S)
+        checks.nonnegative("network_alpha_s", self.network_alpha_s, H.MAX_ALPHA_S)
+        checks.text("source", self.source, 1000)
+
+
+def network(intra="nvlink4-h100", inter="nic-400g", gpus_per_node=8) -> Network:
+    """A :class:`Network` from two link presets of :mod:`scaleout.hardware` (nominal
+    per-direction rates: a DGX H100 by default, 450 GB/s NVLink and one 400 Gb/s NIC per
+    GPU)."""
+    nv = H.link(checks.choice("intra", intra, tuple(H.LINKS)))
+    nic = H.link(checks.choice("inter", inter, tuple(H.LINKS)))
+    g = checks.integer("gpus_per_node", gpus_per_node, 1, MAX_EP)
+    src = f"scaleout.hardware presets {nv.name} ({nv.source}) and {nic.name} ({nic.source})"
+    return Network(g, nv.gb_per_s, nic.gb_per_s, nv.alpha_s, nic.alpha_s, src[:1000])
+
+
+@dataclass(frozen=True)
+class AllToAllTime:
+    """One all-to-all: ``seconds`` (the slowest rank); per rank ``rank_seconds``,
+    ``nvlink_bytes`` and ``network_bytes`` (its busiest direction on each link); and
+    ``bottleneck``, the link the slowest rank waits for (``"NVLink"``, ``"network"``, or
+    ``"none"`` when nothing leaves a rank)."""
+
+    seconds: float
+    rank_seconds: np.ndarray
+    nvlink_bytes: np.ndarray
+    network_bytes: np.ndarray
+    bottleneck: str
+
+    def __post_init__(self):
+        checks.nonnegative("seconds", self.seconds)
+        for name in ("rank_seconds", "nvlink_bytes", "network_bytes"):
+            object.__setattr__(self, name, checks.array(name, getattr(self, name), ndim=1, low=0))
+        checks.choice("bottleneck", self.bottleneck, ("NVLink", "network", "none"))
+
+
+def alltoall_seconds(pair_bytes, net: Network) -> AllToAllTime:
+    """Seconds of an all-to-all that sends ``pair_bytes[i, j]`` from rank i to rank j
+    (square, ranks in nodes of ``net.gpus_per_node``); see the module docstring."""
+    b = checks.array("pair_bytes", pair_bytes, ndim=2, low=0.0, high=2.0**60)
+    p = b.shape[0]
+    if b.shape != (p, p) or p > MAX_EP:
+        raise checks.fail("pair_bytes", f"a square matrix of at most {MAX_EP} ranks", b.shape)
+    checks.instance("net", net, Network)
+    node = np.arange(p) // net.gpus_per_node
+    same = node[:, None] == node[None, :]
+    off = b * ~np.eye(p, dtype=bool)  # a rank's bytes to itself stay in its memory
+    nv = np.maximum((off * same).sum(axis=1), (off * same).sum(axis=0))
+    nw = np.maximum((off * ~same).sum(axis=1), (off * ~same).sum(axis=0))
+    t_nv, t_nw = nv / (net.nvlink_gb_per_s * 1e9), nw / (net.network_gb_per_s * 1e9)
+    t = np.maximum(t_nv, t_nw) + net.nvlink_alpha_s * (nv > 0) + net.network_alpha_s * (nw > 0)
+    r = int(np.argmax(t))
+    which = "none" if nv[r] + nw[r] == 0 else ("network" if t_nw[r] >= t_nv[r] else "NVLink")
+    return AllToAllTime(float(t.max()), t, nv, nw, which)
+
+
+@dataclass(frozen=True)
+class LayerAllToAll:
+    """The four all-to-alls of one MoE layer and micro-batch: dispatch and combine in the
+    forward pass; in the backward, the gradient of the combine travels like a dispatch
+    and the gradient of the dispatch like a combine. Seconds each, and the bytes the
+    busiest rank sends in all four."""
+
+    dispatch: float
+    combine: float
+    dispatch_backward: float
+    combine_backward: float
+    busiest_rank_bytes: float
+
+    def __post_init__(self):
+        for name in (
+            "dispatch",
+            "combine",
+            "dispatch_backward",
+            "combine_backward",
+            "busiest_rank_bytes",
+        ):
+            checks.nonnegative(name, getattr(self, name))  # fmt: skip
+
+    @property
+    def forward(self) -> float:
+        return self.dispatch + self.combine
+
+    @property
+    def backward(self) -> float:
+        return self.dispatch_backward + self.combine_backward
+
+    @property
+    def total(self) -> float:
+        return self.forward + self.backward
+
+
+def layer_alltoall(plan: DispatchPlan, net: Network, combine_token_bytes=None) -> LayerAllToAll:
+    """Price the four all-to-alls of ``plan`` on ``net``. The dispatch sends
+    ``plan.token_bytes`` per copy, the combine ``combine_token_bytes`` (default the same;
+    DeepSeek-V3 dispatches FP8 and combines BF16). The backward all-to-alls carry
+    gradients at the combine's precision."""
+    checks.instance("plan", plan, DispatchPlan)
+    cb = plan.token_bytes if combine_token_bytes is None else combine_token_bytes
+    cb = checks.positive("combine_token_bytes", cb, 2.0**22)
+    copies = plan.tokens
+    forward = alltoall_seconds(copies * plan.token_bytes, net)
+    back = alltoall_seconds(copies.T * cb, net)
+    grad_combine = alltoall_seconds(copies * cb, net)  # the combine's gradient: a dispatch
+    sent = copies * ~np.eye(plan.ep, dtype=bool)
+    busiest = float(np.max(sent.sum(axis=1) * (plan.token_bytes + cb) + sent.sum(axis=0) * 2 * cb))
+    return LayerAllToAll(forward.seconds, back.seconds, grad_combine.seconds, back.seconds,
+                         busiest)  # fmt: skip
+
+
+def expert_flops(tokens, hidden, ffn, matmuls=2):
+    """Forward FLOPs of running ``tokens`` copies through one expert:
+    ``matmuls x 2 x tokens x hidden x ffn`` (vectorised over ``tokens``)."""
+    t = checks.array("tokens", tokens, low=0.0, high=2.0**50)
+    h = checks.integer("hidden", hidden, 1, 2**20)
+    f = checks.integer("ffn", ffn, 1, 2**20)
+    m = checks.integer("matmuls", matmuls, 1, 3)
+    return checks.as_output(2.0 * m * t * h * f)
+
+
+@dataclass(frozen=True)
+class ExpertCompute:
+    """Seconds of the expert GEMMs per rank, forward and backward (twice the forward), and
+    the slowest rank's forward and backward (the layer waits for it)."""
+
+    rank_forward: np.ndarray
+    forward: float
+    backward: float
+
+    def __post_init__(self):
+        rank_forward = checks.array("rank_forward", self.rank_forward, ndim=1, low=0)
+        object.__setattr__(self, "rank_forward", rank_forward)
+        checks.nonnegative("forward", self.forward)
+        checks.nonnegative("backward", self.backward)
+
+    @property
+    def total(self) -> float:
+        return self.forward + self.backward
+
+
+def expert_compute_seconds(
+    plan: DispatchPlan, hidden, ffn, matmuls=2, peak_flops=H100_SXM_BF16_DENSE_FLOPS, efficiency=1.0
+) -> ExpertCompute:
+    """The expert GEMMs of ``plan``: each rank computes the copies it receives. Default
+    ``peak_flops``: H100 SXM dense BF16 (scaleout.tensor_parallel's datasheet constant);
+    ``efficiency`` in (0, 1] scales it (a lower bound on time at 1)."""
+    checks.instance("plan", plan, DispatchPlan)
+    peak = checks.positive("peak_flops", peak_flops, MAX_FLOPS)
+    eff = checks.fraction("efficiency", efficiency, open_low=True)
+    received = plan.tokens.sum(axis=0)  # copies each rank computes
+    fwd = np.asarray(expert_flops(received, hidden, ffn, matmuls)) / (peak * eff)
+    fwd = checks.finite_result("the compute time", np.atleast_1d(fwd))
+    return ExpertCompute(fwd, float(fwd.max()), 2.0 * float(fwd.max()))
