@@ -152,6 +152,9 @@ def test_aux_loss_is_switch_and_megatron():
     assert np.isclose(moe.route(np.zeros((8, 4)), 1).aux_loss, 1.0)  # uniform P
     skew = np.tile([10.0, 0, 0, 0], (8, 1))
     assert np.isclose(moe.route(skew, 1).aux_loss, 4 * moe.route(skew, 1).scores[0, 0])
+    assert np.allclose(r.probability, r.scores.mean(axis=0))
+    sig = moe.route(z, 2, gating="sigmoid")
+    assert np.isclose(sig.probability.sum(), 1.0)  # normalised per token for the loss
 
 
 def test_claim_order_lists_first_choices_first():
@@ -280,8 +283,10 @@ def test_gloo_layer_equals_reference(world, ep):
 @pytest.mark.timeout(200)
 def test_moe_demo_under_torchrun(torchrun):
     out = torchrun("scaleout.demos.moe")
+    mesh = torchrun("scaleout.demos.moe", "--ep", "4", nproc=8)  # EP x DP
     for name in ("output", "grad_x", "grad_router", "grad_w1", "grad_w2", "splits"):
         assert re.search(rf"^{name}\s+world_size=4 ep=4 dropped=\d+ .* ok$", out, re.M), out
+        assert re.search(rf"^{name}\s+world_size=8 ep=4 dropped=\d+ .* ok$", mesh, re.M), mesh
 
 
 def test_demo_rejects_bad_arguments_before_starting():
@@ -321,6 +326,28 @@ def test_alltoall_across_nodes_waits_for_the_nic():
     hot[:, 3] *= 4  # rank 3 receives 4x: it sets the pace
     assert int(np.argmax(moe.alltoall_seconds(hot, net).rank_seconds)) == 3
     assert moe.alltoall_seconds(np.eye(4), net).bottleneck == "none"
+
+
+def test_two_hop_sends_a_token_once_per_node():
+    # 4 ranks on 2 nodes (2 GPUs each), 8 experts (2 per rank), 4 tokens (one per rank).
+    # Token 0 (rank 0, node 0) picks experts 4 and 6 (ranks 2 and 3, both on node 1):
+    # one network copy to rank 2 (rank 0's rail peer), which forwards one to rank 3.
+    logits = np.full((4, 8), -5.0)
+    logits[0, [4, 6]] = 5.0
+    logits[1, [0, 1]] = 5.0  # token 1 (rank 1): both experts on rank 0, same node
+    logits[2, [2, 7]] = 5.0  # token 2 (rank 2): rank 1 (node 0) and rank 3 (own node)
+    logits[3, [6, 7]] = 5.0  # token 3 (rank 3): its own experts, nothing moves
+    r = moe.route(logits, 2)
+    net_out, net_in, nv_out, nv_in = moe.two_hop_bytes(r, 4, 2, token_bytes=10.0)
+    assert net_out.tolist() == [10, 0, 10, 0]  # tokens 0 and 2 cross once each
+    assert net_in.tolist() == [10, 0, 10, 0]  # to the rail peers: rank 2 and rank 0
+    # NVLink: token 0 relay 2 -> 3; token 1: 1 -> 0 once (two experts, one GPU);
+    # token 2: relay 0 -> 1, and 2 -> 3 inside its own node
+    assert nv_out.tolist() == [10, 10, 20, 0] and nv_in.tolist() == [10, 10, 0, 20]
+    plain = moe.dispatch_plan(r, 4, 10.0)
+    assert plain.tokens[0].tolist() == [0, 0, 1, 1]  # without dedup: two network copies
+    t = moe.two_hop_seconds(r, 4, moe.network(gpus_per_node=2), 10.0)
+    assert t.bottleneck == "network" and t.seconds > 0
 
 
 def test_layer_alltoall_has_four_all_to_alls():
@@ -436,8 +463,17 @@ def test_bad_inputs_raise_value_error_naming_the_argument(call, message):
 def test_figures_build_from_library_data():
     from scaleout.viz import moe as VM
 
-    r = moe.route(np.random.default_rng(0).normal(size=(16, 4)), 2, 1.0)
-    assert len(VM.routing_animation(r).frames) <= 60
+    r = moe.route(np.random.default_rng(0).normal(size=(32, 4)), 2, 1.0)
+    frames = VM.routing_animation(r).frames
+    assert len(frames) <= 60 and frames[-1].name == "64"  # 64 claims, grouped in pairs
     plan = moe.dispatch_plan(r, 4, 2.0)
-    VM.plan_matrix(plan, "copies")
-    VM.load_bars(r)
+    heat = VM.plan_matrix(plan, "copies").data[0]
+    assert np.array_equal(np.array(heat.z), plan.tokens)
+    bars = VM.load_bars(r, ymax=40).data
+    assert list(bars[0].y) == r.counts.tolist()
+    assert list(bars[1].y) == (r.routed - r.counts).tolist()
+    t = moe.alltoall_seconds(moe.expected_plan(64, 2, 16).bytes, moe.network())
+    VM.alltoall_topology(t.nvlink_bytes, t.network_bytes, 8, 450.0, 50.0)
+    VM.mesh_figure(moe.mesh(8, 4), 8)
+    with pytest.raises(ValueError, match="labels must be"):
+        VM.measured_vs_model("ab", [1.0, 2.0], [1.0, 2.0])

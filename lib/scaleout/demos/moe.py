@@ -59,6 +59,7 @@ class AllToAll(torch.autograd.Function):
 
     @staticmethod
     def forward(ctx, x, send, recv, group):
+        """Send ``send[j]`` rows of ``x`` to rank j; receive ``recv[i]`` rows from rank i."""
         ctx.splits, ctx.group = (send, recv), group
         out = x.new_empty(sum(recv), x.shape[1])
         dist.all_to_all_single(out, x.contiguous(), recv, send, group=group)
@@ -66,6 +67,7 @@ class AllToAll(torch.autograd.Function):
 
     @staticmethod
     def backward(ctx, grad):
+        """The reverse all-to-all: every received row's gradient goes back to its sender."""
         send, recv = ctx.splits
         back = grad.new_empty(sum(send), grad.shape[1])
         dist.all_to_all_single(back, grad.contiguous(), send, recv, group=ctx.group)

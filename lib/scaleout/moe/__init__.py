@@ -32,6 +32,8 @@ from .cost import (
     expert_flops,
     layer_alltoall,
     network,
+    two_hop_bytes,
+    two_hop_seconds,
 )
 from .dispatch import (
     MAX_EP,
@@ -136,5 +138,7 @@ __all__ = [
     "network",
     "nodes_per_token",
     "random_experts",
+    "two_hop_bytes",
+    "two_hop_seconds",
     "route",
 ]

@@ -1,35 +1,38 @@
 """What an MoE layer's all-to-alls and expert GEMMs cost.
 
-Taught in chapter 7. Two parts, each behind one labelled interface:
+Taught in chapter 7. Two parts, each behind one labelled interface.
 
-**The network: :class:`Network` and :func:`alltoall_seconds`.** One function prices an
-all-to-all of given bytes per rank pair over ranks laid out in nodes of
-``gpus_per_node`` (rank r on node ``r // gpus_per_node``). Bytes to a rank of the same
-node go over NVLink (through NVSwitch, every pair at once), bytes to another node over
-the GPU's own NIC (its rail; rail-optimised fabrics, chapter 11). Every message of an
+**The network** (:class:`~scaleout.moe.Network`, :func:`~scaleout.moe.alltoall_seconds`).
+One function prices an all-to-all of given bytes per rank pair over ranks laid out in
+nodes of ``gpus_per_node`` (rank r on node ``r // gpus_per_node``). Bytes to a rank of the
+same node go over NVLink (through NVSwitch, every pair at once), bytes to another node
+over the GPU's own NIC (its rail; rail-optimised fabrics, chapter 11). Every message of an
 all-to-all is in flight at once (NCCL posts them as one group of sends and receives), so
 each rank waits for its busiest direction of its busiest link::
 
     t_rank = [alpha_nvlink] + [alpha_network]
-             + max(nvlink out, nvlink in) / B_nvlink, max(network out, network in) / B_network)
+             + max(max(nvlink out, nvlink in) / B_nvlink,
+                   max(network out, network in) / B_network)
 
 (each alpha counted when that link carries bytes), and the all-to-all ends with its
-slowest rank: ``max_r t_rank``. For even traffic on one link this is the costmodel's
+slowest rank, ``max_r t_rank``. For even traffic on one link this is the costmodel's
 ``alltoall`` ``pairwise`` bandwidth term (Thakur et al. 2005) with one latency instead of
 ``p - 1``. The model leaves out PXN (NCCL forwarding inter-node bytes over NVLink to the
 GPU on the destination's rail), congestion in the network core, incast and per-message
-costs; it is written against :mod:`scaleout.costmodel` and :mod:`scaleout.hardware`
-presets (:func:`network`). **To switch to** ``scaleout.nccl`` when it is on main: build
-the :class:`Network` from ``nccl.p2p.nvlink_gb_per_s(topo)``,
-``nccl.p2p.network_gb_per_s(topo)`` and its latencies, or price even all-to-alls with
-``nccl.predict("alltoall", nbytes, topo)``.
+costs. :func:`~scaleout.moe.two_hop_seconds` prices DeepSeek-V3's node-deduplicated
+dispatch the same way. It is written against :mod:`scaleout.costmodel` and
+:mod:`scaleout.hardware` presets (:func:`~scaleout.moe.network`). **To switch to**
+``scaleout.nccl`` when it is on main: build the :class:`~scaleout.moe.Network` from
+``nccl.p2p.nvlink_gb_per_s(topo)``, ``nccl.p2p.network_gb_per_s(topo)`` and its
+latencies, or price even all-to-alls with ``nccl.predict("alltoall", nbytes, topo)``.
 
-**The experts' compute: :func:`expert_compute_seconds`.** Each rank runs its experts on
-the copies it received: ``matmuls x 2 x tokens x hidden x ffn`` FLOPs forward (2 matmuls
-for the book's ReLU experts, 3 for SwiGLU: Mixtral, DeepSeek-V3), twice that backward,
-at ``peak_flops x efficiency``; the layer waits for the most loaded rank. A lower bound
-that ignores shape effects (small per-expert GEMMs run far below peak); **to switch to**
-``scaleout.compute.gemm_seconds(m, n, k, gpu)`` when it is on main.
+**The experts' compute** (:func:`~scaleout.moe.expert_compute_seconds`). Each rank runs
+its experts on the copies it received: ``matmuls x 2 x tokens x hidden x ffn`` FLOPs
+forward (2 matmuls for the book's ReLU experts, 3 for SwiGLU: Mixtral, DeepSeek-V3),
+twice that backward, at ``peak_flops x efficiency``; the layer waits for the most loaded
+rank. A lower bound that ignores shape effects (small per-expert GEMMs run far below
+peak); **to switch to** ``scaleout.compute.gemm_seconds(m, n, k, gpu)`` when it is on
+main.
 """
 
 from __future__ import annotations
@@ -41,9 +44,10 @@ import numpy as np
 from .. import checks
 from .. import hardware as H
 from ..tensor_parallel.traffic import H100_SXM_BF16_DENSE_FLOPS
-from .dispatch import MAX_EP, DispatchPlan
+from .dispatch import MAX_EP, MAX_TOKEN_BYTES, DispatchPlan
+from .routing import Routing
 
-#: Most FLOP/s a GPU may be given (1e18: far beyond any chip).
+#: Most FLOP/s a GPU may be given, 1e18 (far beyond any chip).
 MAX_FLOPS = 1e18
 
 
@@ -70,7 +74,7 @@ class Network:
 
 
 def network(intra="nvlink4-h100", inter="nic-400g", gpus_per_node=8) -> Network:
-    """A :class:`Network` from two link presets of :mod:`scaleout.hardware` (nominal
+    """A :class:`~scaleout.moe.Network` from two link presets of :mod:`scaleout.hardware` (nominal
     per-direction rates: a DGX H100 by default, 450 GB/s NVLink and one 400 Gb/s NIC per
     GPU)."""
     nv = H.link(checks.choice("intra", intra, tuple(H.LINKS)))
@@ -100,6 +104,16 @@ class AllToAllTime:
         checks.choice("bottleneck", self.bottleneck, ("NVLink", "network", "none"))
 
 
+def _time(nv: np.ndarray, nw: np.ndarray, net: Network) -> AllToAllTime:
+    """Each rank waits for its busiest link direction (NVLink and network concurrently)."""
+    t_nv, t_nw = nv / (net.nvlink_gb_per_s * 1e9), nw / (net.network_gb_per_s * 1e9)
+    t = np.maximum(t_nv, t_nw) + net.nvlink_alpha_s * (nv > 0) + net.network_alpha_s * (nw > 0)
+    t = checks.finite_result("the all-to-all time", t)
+    r = int(np.argmax(t))
+    which = "none" if nv[r] + nw[r] == 0 else ("network" if t_nw[r] >= t_nv[r] else "NVLink")
+    return AllToAllTime(float(t.max()), t, nv, nw, which)
+
+
 def alltoall_seconds(pair_bytes, net: Network) -> AllToAllTime:
     """Seconds of an all-to-all that sends ``pair_bytes[i, j]`` from rank i to rank j
     (square, ranks in nodes of ``net.gpus_per_node``); see the module docstring."""
@@ -113,11 +127,60 @@ def alltoall_seconds(pair_bytes, net: Network) -> AllToAllTime:
     off = b * ~np.eye(p, dtype=bool)  # a rank's bytes to itself stay in its memory
     nv = np.maximum((off * same).sum(axis=1), (off * same).sum(axis=0))
     nw = np.maximum((off * ~same).sum(axis=1), (off * ~same).sum(axis=0))
-    t_nv, t_nw = nv / (net.nvlink_gb_per_s * 1e9), nw / (net.network_gb_per_s * 1e9)
-    t = np.maximum(t_nv, t_nw) + net.nvlink_alpha_s * (nv > 0) + net.network_alpha_s * (nw > 0)
-    r = int(np.argmax(t))
-    which = "none" if nv[r] + nw[r] == 0 else ("network" if t_nw[r] >= t_nv[r] else "NVLink")
-    return AllToAllTime(float(t.max()), t, nv, nw, which)
+    return _time(nv, nw, net)
+
+
+def two_hop_bytes(routing: Routing, ep, gpus_per_node, token_bytes=1.0) -> tuple:
+    """Per-rank bytes of a node-deduplicated dispatch (DeepSeek-V3 report, Sec. 3.2.2;
+    DeepEP's normal kernels): a token goes over the network *once* to each other node that
+    holds one of its experts, to the GPU with its own in-node index (its rail), which
+    forwards it over NVLink once to each GPU there that holds one of its experts; inside
+    its own node it goes once to each such GPU. Returns ``(network_out, network_in,
+    nvlink_out, nvlink_in)``, each (ep,) bytes. Experts and tokens in contiguous blocks per
+    rank, ranks in nodes of ``gpus_per_node``."""
+    checks.instance("routing", routing, Routing)
+    ep = checks.integer("ep", ep, 1, MAX_EP)
+    for what, n in (("experts", routing.n_experts), ("tokens", routing.tokens)):
+        if n % ep:
+            raise checks.fail("ep", f"a divisor of the {n} {what}", ep)
+    g = checks.integer("gpus_per_node", gpus_per_node, 1, ep)
+    if ep % g:
+        raise checks.fail("gpus_per_node", f"a divisor of ep = {ep}", g)
+    tb = checks.positive("token_bytes", token_bytes, MAX_TOKEN_BYTES)
+    t, nodes = routing.tokens, ep // g
+    if t * ep > checks.MAX_ELEMENTS:
+        raise checks.fail("tokens x ep", f"at most {checks.MAX_ELEMENTS}", t * ep)
+    src = np.arange(t) // (t // ep)  # (t,) rank of each token
+    gpu = np.where(routing.kept, routing.experts // (routing.n_experts // ep), -1)  # (t, k)
+    hit = np.zeros((t, ep), dtype=bool)
+    rows = np.repeat(np.arange(t), routing.k)
+    hit[rows[gpu.ravel() >= 0], gpu.ravel()[gpu.ravel() >= 0]] = True  # token -> GPU
+    node_hit = hit.reshape(t, nodes, g).any(axis=2)  # token -> node
+    own = src // g
+    remote = node_hit.copy()
+    remote[np.arange(t), own] = False
+    net_out = np.bincount(src, weights=remote.sum(axis=1), minlength=ep) * tb
+    relay = np.arange(nodes)[None, :] * g + (src % g)[:, None]  # (t, nodes): rail peers
+    net_in = np.bincount(relay[remote], minlength=ep) * tb
+    # NVLink: from the relay (remote nodes) or the source (own node) to each GPU hit,
+    # except the GPU that already holds the token
+    holder = np.where(np.arange(ep)[None, :] // g == own[:, None], src[:, None],
+                      (np.arange(ep) // g)[None, :] * g + (src % g)[:, None])  # fmt: skip
+    forward = hit & (holder != np.arange(ep)[None, :])
+    nv_out = np.bincount(holder[forward], minlength=ep) * tb
+    nv_in = forward.sum(axis=0) * tb
+    return net_out, net_in, nv_out, nv_in
+
+
+def two_hop_seconds(routing: Routing, ep, net: Network, token_bytes=1.0) -> AllToAllTime:
+    """Seconds of the node-deduplicated dispatch of :func:`~scaleout.moe.two_hop_bytes` on
+    ``net`` (the combine sends the same bytes back): network and NVLink hops pipelined,
+    each rank waiting for its busiest direction of each link, as in
+    :func:`~scaleout.moe.alltoall_seconds`."""
+    checks.instance("net", net, Network)
+    net_out, net_in, nv_out, nv_in = two_hop_bytes(routing, ep, net.gpus_per_node, token_bytes)
+    nw, nv = np.maximum(net_out, net_in), np.maximum(nv_out, nv_in)
+    return _time(nv, nw, net)
 
 
 @dataclass(frozen=True)

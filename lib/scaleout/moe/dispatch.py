@@ -17,9 +17,9 @@ and Switch's fixed-shape einsum dispatch; Megatron-Core's
 
 The reference layer (numpy, float64): each expert is a two-layer perceptron
 ``relu(x W1[e]) W2[e]``; the output of token t is ``sum_j w[t, j] E_{e[t, j]}(x_t)`` over
-its kept copies (a dropped copy adds nothing). :func:`layer_backward` is its exact
+its kept copies (a dropped copy adds nothing). :func:`~scaleout.moe.layer_backward` is its exact
 gradient: through the experts and through the gate weights into the router (the choice of
-experts itself is piecewise constant). Limits: :data:`MAX_EP` ranks; inputs within
+experts itself is piecewise constant). Limits: ``MAX_EP`` ranks; inputs within
 ``scaleout.checks.MAX_ELEMENTS``.
 """
 
@@ -51,7 +51,7 @@ class DispatchPlan:
     """Who sends what to whom. ``per_expert[i, e]``: copies rank i sends to expert e;
     ``tokens[i, j]``: copies rank i sends to rank j (the dispatch all-to-all; its
     transpose is the combine); ``token_bytes``: bytes of one copy; ``padded``: every expert
-    receives its capacity from every rank. Expected plans (:func:`expected_plan`) hold
+    receives its capacity from every rank. Expected plans (:func:`~scaleout.moe.expected_plan`) hold
     fractional counts."""
 
     per_expert: np.ndarray
@@ -76,17 +76,17 @@ class DispatchPlan:
 
     @property
     def tokens(self) -> np.ndarray:
-        """(ep, ep) copies rank i sends to rank j in the dispatch."""
+        """Copies rank i sends to rank j in the dispatch, (ep, ep)."""
         return self.per_expert.reshape(self.ep, self.ep, self.experts_per_rank).sum(axis=2)
 
     @property
     def bytes(self) -> np.ndarray:
-        """(ep, ep) dispatch bytes from rank i to rank j."""
+        """The dispatch's bytes from rank i to rank j, (ep, ep)."""
         return self.tokens * self.token_bytes
 
     @property
     def combine_bytes(self) -> np.ndarray:
-        """(ep, ep) combine bytes from rank i to rank j: the dispatch, transposed."""
+        """The combine's bytes from rank i to rank j, (ep, ep), the dispatch transposed."""
         return self.bytes.T
 
     def send_splits(self, rank: int) -> list[int]:
@@ -200,7 +200,7 @@ def layer_reference(x, router_w, experts: Experts, k, **route_kwargs) -> np.ndar
 
 
 def layer_forward(x, router_w, experts: Experts, k, **route_kwargs):
-    """``(output, routing)`` of :func:`layer_reference`."""
+    """``(output, routing)`` of :func:`~scaleout.moe.layer_reference`."""
     x, _, routing = _layer_inputs(x, router_w, experts, k, route_kwargs)
     y = np.zeros_like(x)
     for e in range(experts.n_experts):

@@ -7,7 +7,7 @@ expert-parallel, then expert-data-parallel: rank = ``t + tp * (e + ep * d)``. Th
 Megatron-Core's expert rank generator (``megatron/core/parallel_state.py``,
 ``initialize_model_parallel``: ``RankGenerator(tp=expert_tp, ep=ep, dp=expert_dp, ...,
 order="tp-ep-dp-pp")``, dimensions listed fastest first), which keeps an EP group inside
-an NVLink domain when ``tp x ep`` fits in it. The groups of :class:`Mesh`:
+an NVLink domain when ``tp x ep`` fits in it. The groups of :class:`~scaleout.moe.Mesh`:
 
 * **tp**: ranks that split one layer's GEMMs (chapter 4);
 * **ep**: ranks that split the experts, one all-to-all group;
@@ -17,12 +17,13 @@ an NVLink domain when ``tp x ep`` fits in it. The groups of :class:`Mesh`:
 * **dp**: ranks holding the same dense (attention, router, embedding) parameters: their
   gradients are reduced over all ``ep x expert_dp`` ranks of a tensor-parallel slice.
 
-**Memory.** :func:`moe_parameters` counts total and active parameters of a model of
-:class:`MoEModel`; :func:`moe_state_bytes` the model states per GPU with the expert
-states sharded over ``ep`` (each rank holds ``experts / ep`` experts) and the optimizer
-states of experts sharded over ``expert_dp`` and of dense parameters over ``dp``
-(ZeRO-1 / Megatron-Core's distributed optimizer, chapter 6): ``weights + grads`` bytes of
-every held parameter, plus ``optimizer`` bytes divided by the sharding group.
+**Memory.** :func:`~scaleout.moe.moe_parameters` counts total and active parameters of a
+model of :class:`~scaleout.moe.MoEModel`; :func:`~scaleout.moe.moe_state_bytes` the model
+states per GPU, with the experts sharded over ``ep`` (each rank holds ``experts / ep``
+of them) and the optimizer states of experts sharded over ``expert_dp`` and of dense
+parameters over ``dp`` (ZeRO-1 / Megatron-Core's distributed optimizer, chapter 6):
+``weights + grads`` bytes of every held parameter, plus ``optimizer`` bytes divided by
+the sharding group.
 """
 
 from __future__ import annotations
@@ -86,7 +87,7 @@ class Mesh:
 
 
 def mesh(world, ep, tp=1) -> Mesh:
-    """The :class:`Mesh` of ``world`` ranks with ``ep`` expert-parallel and ``tp``
+    """The :class:`~scaleout.moe.Mesh` of ``world`` ranks with ``ep`` expert-parallel and ``tp``
     tensor-parallel ranks (``tp x ep`` must divide ``world``)."""
     world = checks.integer("world", world, 1, MAX_WORLD)
     ep = checks.integer("ep", ep, 1, MAX_EXPERTS)

@@ -116,12 +116,12 @@ class TrainingSetup:
 
     @property
     def dp(self) -> int:
-        """Data-parallel degree of the dense layers: GPUs per pipeline stage over tp."""
+        """The dense layers' data-parallel degree, GPUs per pipeline stage over tp."""
         return self.gpus // (self.pp * self.tp)
 
     @property
     def expert_dp(self) -> int:
-        """Replicas of each expert: GPUs per pipeline stage over ep x tp."""
+        """How many GPUs hold each expert, GPUs per pipeline stage over ep x tp."""
         return self.gpus // (self.pp * self.ep * self.tp)
 
     @property
@@ -136,9 +136,9 @@ DEEPSEEK_V3_TRAINING = TrainingSetup(
     "no TP); Sec. 2.1.2 and 3.2.2 (each token sent to at most M = 4 nodes)",
 )  # fmt: skip
 
-#: DeepSeek's H800 nodes as DeepEP and the V3 report describe them: NVLink about 160 GB/s,
-#: a 400 Gb/s ConnectX-7 InfiniBand NIC per GPU at about 50 GB/s (per direction).
-#: Latencies: the book's NVLink and NIC preset assumptions (scaleout.hardware).
+#: DeepSeek's H800 nodes as DeepEP and the V3 report describe them, NVLink about 160 GB/s
+#: and a 400 Gb/s ConnectX-7 InfiniBand NIC per GPU at about 50 GB/s (per direction), with
+#: the latencies the book's NVLink and NIC presets assume (scaleout.hardware).
 H800_NETWORK = Network(
     8, 160.0, 50.0, 1e-6, 3e-6,
     _DEEPEP + ": 'H800 (~160 GB/s NVLink maximum bandwidth), each connected to a CX7 "

@@ -38,7 +38,7 @@ expert) into k chosen experts and k gate weights:
   tokens: one block per rank is what GShard (one group per device) and Megatron-Core (each
   rank drops among its own tokens) do.
 
-Limits: at most :data:`MAX_TOKENS` tokens, :data:`MAX_EXPERTS` experts and
+Limits: at most ``MAX_TOKENS`` tokens, ``MAX_EXPERTS`` experts and
 ``scaleout.checks.MAX_ELEMENTS`` logits.
 """
 
@@ -127,8 +127,8 @@ def _blocks(blocks, tokens: int) -> int:
 
 @dataclass(frozen=True, eq=False)
 class Routing:
-    """What :func:`route` decided: ``experts`` (tokens, k) chosen expert of each choice,
-    best first; ``weights`` (tokens, k) gate weights (zero where dropped); ``dropped``
+    """What :func:`~scaleout.moe.route` decided: ``experts`` (tokens, k) chosen expert of
+    each choice, best first; ``weights`` (tokens, k) gate weights (zero where dropped); ``dropped``
     (tokens, k); ``scores`` (tokens, experts) the gate scores; ``routed`` (experts,) copies
     each expert was chosen for, ``counts`` (experts,) copies it kept; ``capacity`` per block
     (None: dropless); ``blocks`` the blocks capacity was claimed in."""
@@ -196,17 +196,23 @@ class Routing:
         return float(self.dropped.mean())
 
     @property
+    def probability(self) -> np.ndarray:
+        """(experts,) P_i, the mean gate probability of each expert over the tokens
+        (sigmoid scores normalised per token first, as Megatron-Core does for the loss)."""
+        p = self.scores
+        if self.gating == "sigmoid":
+            p = p / p.sum(axis=1, keepdims=True)
+        return p.mean(axis=0)
+
+    @property
     def aux_loss(self) -> float:
-        """The load-balancing loss without its coefficient: ``E * sum_i f_i * P_i``, f_i the
+        """The load-balancing loss ``E * sum_i f_i * P_i`` without its coefficient, f_i the
         fraction of the ``k * tokens`` copies routed to expert i (before capacity), P_i the
         mean probability of expert i (sigmoid scores normalised per token first). 1 when
         both are uniform. Switch Transformer eqs. 4-6 (k = 1; the paper multiplies by
         alpha = 0.01); Megatron-Core's ``switch_load_balancing_loss_func`` for top-k."""
-        p = self.scores
-        if self.gating == "sigmoid":
-            p = p / p.sum(axis=1, keepdims=True)
         f = self.routed / (self.k * self.tokens)
-        return float(self.n_experts * np.sum(f * p.mean(axis=0)))
+        return float(self.n_experts * np.sum(f * self.probability))
 
     @property
     def imbalance(self) -> float:
