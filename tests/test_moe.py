@@ -316,6 +316,21 @@ def test_alltoall_inside_a_node_is_the_pairwise_bandwidth_term():
     assert t.bottleneck == "NVLink" and np.allclose(t.nvlink_bytes, n * 7 / 8)
 
 
+@pytest.mark.parametrize("name, nodes", [("dgx-h100", 2), ("dgx-h100", 8), ("dgx-a100", 4)])
+def test_even_alltoall_is_the_nccl_models_when_the_network_limits(name, nodes):
+    from scaleout import nccl
+
+    topo = nccl.topology(name, nodes=nodes)
+    net = moe.nccl_network(topo)
+    n = topo.ranks
+    plan = moe.expected_plan(4096, 8, n, 14336, experts=n * 4)
+    ours = moe.alltoall_seconds(plan.bytes, net)
+    theirs = nccl.predict("alltoall", 4096 * 8 * 14336, topo).seconds
+    assert ours.bottleneck == "network" and np.isclose(ours.seconds, theirs, rtol=1e-9)
+    with pytest.raises(ValueError, match="topo must be"):
+        moe.nccl_network("dgx-h100")
+
+
 def test_alltoall_across_nodes_waits_for_the_nic():
     net = moe.network(gpus_per_node=8)
     b = np.full((16, 16), 1e6)

@@ -1,7 +1,7 @@
 import numpy as np
 from fuzz import call
 
-from scaleout import moe
+from scaleout import moe, nccl
 
 _PLAN = moe.expected_plan(64, 2, 4, token_bytes=2.0)
 _NET = moe.network("nvlink4-h100", "nic-400g", gpus_per_node=2)
@@ -9,6 +9,7 @@ _R = moe.route(np.random.default_rng(0).normal(size=(16, 8)), 2, groups=4, max_g
 
 BASELINES = {
     "Network": call(8, 450.0, 50.0, 1e-6, 3e-6, "a test"),
+    "nccl_network": call(nccl.topology("dgx-h100", nodes=2)),
     "network": call("nvlink4-h100", "nic-400g", gpus_per_node=8),
     "AllToAllTime": call(1e-3, np.ones(2), np.ones(2), np.ones(2), "NVLink"),
     "alltoall_seconds": call(np.full((4, 4), 1e6), _NET),

@@ -20,19 +20,23 @@ slowest rank, ``max_r t_rank``. For even traffic on one link this is the costmod
 ``p - 1``. The model leaves out PXN (NCCL forwarding inter-node bytes over NVLink to the
 GPU on the destination's rail), congestion in the network core, incast and per-message
 costs. :func:`~scaleout.moe.two_hop_seconds` prices DeepSeek-V3's node-deduplicated
-dispatch the same way. It is written against :mod:`scaleout.costmodel` and
-:mod:`scaleout.hardware` presets (:func:`~scaleout.moe.network`). **To switch to**
-``scaleout.nccl`` when it is on main: build the :class:`~scaleout.moe.Network` from
-``nccl.p2p.nvlink_gb_per_s(topo)``, ``nccl.p2p.network_gb_per_s(topo)`` and its
-latencies, or price even all-to-alls with ``nccl.predict("alltoall", nbytes, topo)``.
+dispatch the same way. The :class:`~scaleout.moe.Network` comes from the book's NCCL model
+(:func:`~scaleout.moe.nccl_network`, chapter 10: what NCCL grants a GPU on NVLink and on
+its rail, Simple-protocol latencies, a post overhead per remote peer), so that for even
+traffic :func:`~scaleout.moe.alltoall_seconds` is ``nccl.predict("alltoall", ...)``
+whenever the network is the bottleneck (NCCL's model adds PXN's NVLink hop, which matters
+only when NVLink is); or from nominal :mod:`scaleout.hardware` link presets
+(:func:`~scaleout.moe.network`); or from a system's published figures
+(``scaleout.moe.H800_NETWORK``). Latencies are the Simple protocol's: for messages of at
+most 16 KiB per peer NCCL switches to LL, which this model does not.
 
 **The experts' compute** (:func:`~scaleout.moe.expert_compute_seconds`). Each rank runs
 its experts on the copies it received: ``matmuls x 2 x tokens x hidden x ffn`` FLOPs
 forward (2 matmuls for the book's ReLU experts, 3 for SwiGLU: Mixtral, DeepSeek-V3),
 twice that backward, at ``peak_flops x efficiency``; the layer waits for the most loaded
 rank. A lower bound that ignores shape effects (small per-expert GEMMs run far below
-peak); **to switch to** ``scaleout.compute.gemm_seconds(m, n, k, gpu)`` when it is on
-main.
+peak); the book's compute model (``scaleout.compute.gemm_seconds(m, n, k, gpu)``,
+chapter 13) should replace it when it lands.
 """
 
 from __future__ import annotations
@@ -55,7 +59,9 @@ MAX_FLOPS = 1e18
 class Network:
     """What one GPU gets, per direction: ``nvlink_gb_per_s`` to the GPUs of its node,
     ``network_gb_per_s`` to other nodes (its NIC), with a latency per link kind, for
-    ``gpus_per_node`` GPUs per node. ``source`` says where the figures come from."""
+    ``gpus_per_node`` GPUs per node; ``per_peer_s`` is paid once per remote peer a rank
+    sends to (NCCL's proxy thread posts every network message). ``source`` says where the
+    figures come from."""
 
     gpus_per_node: int
     nvlink_gb_per_s: float
@@ -63,6 +69,7 @@ class Network:
     nvlink_alpha_s: float
     network_alpha_s: float
     source: str
+    per_peer_s: float = 0.0
 
     def __post_init__(self):
         checks.integer("gpus_per_node", self.gpus_per_node, 1, MAX_EP)
@@ -71,6 +78,31 @@ class Network:
         checks.nonnegative("nvlink_alpha_s", self.nvlink_alpha_s, H.MAX_ALPHA_S)
         checks.nonnegative("network_alpha_s", self.network_alpha_s, H.MAX_ALPHA_S)
         checks.text("source", self.source, 1000)
+        checks.nonnegative("per_peer_s", self.per_peer_s, H.MAX_ALPHA_S)
+
+
+def nccl_network(topo) -> Network:
+    """The :class:`~scaleout.moe.Network` of an ``scaleout.nccl`` topology (chapter 10), as
+    that package's p2p model prices all-to-all: NVLink at what NCCL's ring search grants
+    one GPU inside a node (``nccl.p2p.nvlink_gb_per_s``, e.g. 360 GB/s on an H100), the
+    network at ``min(PCIe, NIC)`` per NIC shared by the node's GPUs
+    (``nccl.p2p.network_gb_per_s``); latencies of the Simple protocol, NCCL's base plus
+    NVLink hop, the network hop on top, and the proxy's post overhead per remote peer
+    (``getNetOverhead``), all from the pinned release's ``tuning.cc``."""
+    from ..nccl import constants as NC
+    from ..nccl import p2p
+    from ..nccl.topo import check_topology
+
+    topo = check_topology("topo", topo)
+    if topo.nics_per_node == 0:
+        raise checks.fail("topo", "a topology with NICs", topo.name)
+    base = NC.BASE_LAT[NC.RING, NC.SIMPLE] + NC.HW_LAT[NC.HW_NVLINK, NC.RING, NC.SIMPLE]
+    hop = NC.HW_LAT[NC.HW_NET, NC.RING, NC.SIMPLE]
+    post = NC.value("net_overhead_us")[NC.CPU_INDEX[topo.cpu]]
+    src = f"scaleout.nccl topology {topo.name} (NCCL {NC.RELEASE} tuning.cc, p2p model)"
+    return Network(topo.gpus_per_node, p2p.nvlink_gb_per_s(topo),
+                   p2p.network_gb_per_s(topo), float(base) * 1e-6, float(hop) * 1e-6, src,
+                   float(post) * 1e-6)  # fmt: skip
 
 
 def network(intra="nvlink4-h100", inter="nic-400g", gpus_per_node=8) -> Network:
@@ -104,10 +136,11 @@ class AllToAllTime:
         checks.choice("bottleneck", self.bottleneck, ("NVLink", "network", "none"))
 
 
-def _time(nv: np.ndarray, nw: np.ndarray, net: Network) -> AllToAllTime:
+def _time(nv: np.ndarray, nw: np.ndarray, peers: np.ndarray, net: Network) -> AllToAllTime:
     """Each rank waits for its busiest link direction (NVLink and network concurrently)."""
     t_nv, t_nw = nv / (net.nvlink_gb_per_s * 1e9), nw / (net.network_gb_per_s * 1e9)
     t = np.maximum(t_nv, t_nw) + net.nvlink_alpha_s * (nv > 0) + net.network_alpha_s * (nw > 0)
+    t = t + net.per_peer_s * peers
     t = checks.finite_result("the all-to-all time", t)
     r = int(np.argmax(t))
     which = "none" if nv[r] + nw[r] == 0 else ("network" if t_nw[r] >= t_nv[r] else "NVLink")
@@ -127,7 +160,7 @@ def alltoall_seconds(pair_bytes, net: Network) -> AllToAllTime:
     off = b * ~np.eye(p, dtype=bool)  # a rank's bytes to itself stay in its memory
     nv = np.maximum((off * same).sum(axis=1), (off * same).sum(axis=0))
     nw = np.maximum((off * ~same).sum(axis=1), (off * ~same).sum(axis=0))
-    return _time(nv, nw, net)
+    return _time(nv, nw, ((off > 0) & ~same).sum(axis=1), net)
 
 
 def two_hop_bytes(routing: Routing, ep, gpus_per_node, token_bytes=1.0) -> tuple:
@@ -180,7 +213,15 @@ def two_hop_seconds(routing: Routing, ep, net: Network, token_bytes=1.0) -> AllT
     checks.instance("net", net, Network)
     net_out, net_in, nv_out, nv_in = two_hop_bytes(routing, ep, net.gpus_per_node, token_bytes)
     nw, nv = np.maximum(net_out, net_in), np.maximum(nv_out, nv_in)
-    return _time(nv, nw, net)
+    g = net.gpus_per_node
+    t = routing.tokens
+    src = np.arange(t) // (t // ep)
+    gpu = np.where(routing.kept, routing.experts // (routing.n_experts // ep), -1)
+    peers = np.zeros(ep)
+    for r in range(ep):  # remote nodes rank r sends to (one relay GPU on each)
+        nodes = np.unique(gpu[src == r][gpu[src == r] >= 0] // g)
+        peers[r] = np.sum(nodes != r // g)
+    return _time(nv, nw, peers, net)
 
 
 @dataclass(frozen=True)
