@@ -383,6 +383,32 @@ def test_expert_compute_waits_for_the_busiest_rank():
     assert np.isclose(c.backward, 2 * c.forward) and c.rank_forward[0] < c.rank_forward[1]
 
 
+def test_expert_gemms_use_the_compute_model():
+    from scaleout import compute
+
+    plan = moe.DispatchPlan(np.array([[100.0, 3.0, 0.0, 10.0], [28.0, 0.0, 0.0, 6.0]]), 2)
+    c = moe.expert_gemm_seconds(plan, 256, 512, "H100-SXM", matmuls=3)
+
+    # rank 0 holds experts 0 and 1 (128 and 3 copies), rank 1 experts 2 and 3 (0 and 16)
+    def fwd(m):
+        return 2 * compute.gemm_seconds(m, 512, 256, "H100-SXM") + compute.gemm_seconds(
+            m, 256, 512, "H100-SXM"
+        )
+
+    assert np.allclose(c.rank_forward, [fwd(128) + fwd(3), fwd(16)])
+    assert c.forward == max(c.rank_forward) and c.backward > c.forward
+    peak = moe.expert_compute_seconds(plan, 256, 512, matmuls=3)
+    assert np.all(c.rank_forward >= peak.rank_forward)  # never faster than dense peak
+    big = moe.expected_plan(4096, 8, 64, experts=256)
+    small = moe.expected_plan(4096, 8, 1, experts=256)  # 256 experts of 128 copies each
+    ratio = [
+        moe.expert_gemm_seconds(p, 7168, 2048).total / moe.expert_compute_seconds(
+            p, 7168, 2048, matmuls=3).total
+        for p in (big, small)
+    ]  # fmt: skip
+    assert 1 < ratio[0] < ratio[1]  # small per-expert GEMMs run further below peak
+
+
 @settings(max_examples=100, deadline=None)
 @given(
     ep=st.sampled_from([1, 2, 8, 16, 64]),
@@ -401,6 +427,8 @@ def test_costs_finite_nonnegative_and_monotone(ep, tokens, k, token_bytes, g):
     assert np.isfinite(layer.total) and layer.total >= 0
     c = moe.expert_compute_seconds(plan, 128, 256)
     assert np.isfinite(c.total) and c.total >= 0
+    g = moe.expert_gemm_seconds(plan, 128, 256)
+    assert np.isfinite(g.total) and g.total >= c.total * 0.999
 
 
 # --- placement and memory --------------------------------------------------------------

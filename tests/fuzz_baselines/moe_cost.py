@@ -18,6 +18,7 @@ BASELINES = {
     "LayerAllToAll": call(1e-3, 1e-3, 1e-3, 1e-3, 1e6),
     "layer_alltoall": call(_PLAN, _NET, combine_token_bytes=4.0),
     "expert_flops": call([10.0, 20.0], 64, 128, matmuls=3),
+    "expert_gemm_seconds": call(_PLAN, 64, 128, gpu="H100-SXM", dtype="bf16", matmuls=3),
     "ExpertCompute": call(np.ones(2), 1.0, 2.0),
     "expert_compute_seconds": call(_PLAN, 64, 128, matmuls=3, peak_flops=1e15, efficiency=0.5),
 }

@@ -321,3 +321,40 @@ def expert_compute_seconds(
     fwd = np.asarray(expert_flops(received, hidden, ffn, matmuls)) / (peak * eff)
     fwd = checks.finite_result("the compute time", np.atleast_1d(fwd))
     return ExpertCompute(fwd, float(fwd.max()), 2.0 * float(fwd.max()))
+
+
+def _expert_gemms(m: int, hidden: int, ffn: int, matmuls: int) -> list[tuple[int, int, int]]:
+    """(m, n, k) of one expert's forward GEMMs on m copies: up (and gate) h -> h_f, then
+    down h_f -> h; each (m x k) by (k x n)."""
+    return [(m, ffn, hidden)] * (matmuls - 1) + [(m, hidden, ffn)]
+
+
+def expert_gemm_seconds(plan: DispatchPlan, hidden, ffn, gpu="H100-SXM", dtype="bf16",
+                        matmuls=3) -> ExpertCompute:  # fmt: skip
+    """The expert GEMMs of ``plan`` priced by the book's compute model
+    (:func:`scaleout.compute.gemm_time`, chapter 13: tile and wave quantization, a measured
+    ceiling, the HBM bound) on ``gpu`` (a ``scaleout.hardware.GPUS`` name). Each rank
+    runs its ``experts / ep`` experts one after another on the copies each receives
+    (rounded up to whole copies): ``matmuls - 1`` GEMMs of h -> h_f and one of h_f -> h
+    forward; backward, for each, the input gradient (m, k, n) and the weight gradient
+    (k, n, m). Grouped-GEMM kernels that run all local experts in one launch are not
+    modelled; small per-expert GEMMs are where they help."""
+    from .. import compute
+
+    checks.instance("plan", plan, DispatchPlan)
+    h = checks.integer("hidden", hidden, 1, 2**20)
+    f = checks.integer("ffn", ffn, 1, 2**20)
+    mm = checks.choice("matmuls", matmuls, (2, 3))
+    received = plan.per_expert.sum(axis=0)  # (experts,) copies each expert computes
+    per = plan.experts_per_rank
+    fwd, bwd = np.zeros(plan.ep), np.zeros(plan.ep)
+    for e, copies in enumerate(received):
+        m = int(np.ceil(copies - 1e-9))
+        if m == 0:
+            continue
+        for mm_, n, k in _expert_gemms(m, h, f, mm):
+            fwd[e // per] += compute.gemm_seconds(mm_, n, k, gpu, dtype)
+            bwd[e // per] += compute.gemm_seconds(mm_, k, n, gpu, dtype)  # input gradient
+            bwd[e // per] += compute.gemm_seconds(k, n, mm_, gpu, dtype)  # weight gradient
+    fwd = checks.finite_result("the compute time", fwd)
+    return ExpertCompute(fwd, float(fwd.max()), float(checks.finite_result("the time", bwd).max()))
