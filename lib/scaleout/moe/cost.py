@@ -30,13 +30,14 @@ only when NVLink is); or from nominal :mod:`scaleout.hardware` link presets
 (``scaleout.moe.H800_NETWORK``). Latencies are the Simple protocol's: for messages of at
 most 16 KiB per peer NCCL switches to LL, which this model does not.
 
-**The experts' compute** (:func:`~scaleout.moe.expert_compute_seconds`). Each rank runs
-its experts on the copies it received: ``matmuls x 2 x tokens x hidden x ffn`` FLOPs
-forward (2 matmuls for the book's ReLU experts, 3 for SwiGLU: Mixtral, DeepSeek-V3),
-twice that backward, at ``peak_flops x efficiency``; the layer waits for the most loaded
-rank. A lower bound that ignores shape effects (small per-expert GEMMs run far below
-peak); the book's compute model (``scaleout.compute.gemm_seconds(m, n, k, gpu)``,
-chapter 13) should replace it when it lands.
+**The experts' compute.** Each rank runs its experts on the copies it received, and the
+layer waits for the most loaded rank. :func:`~scaleout.moe.expert_gemm_seconds` prices
+every expert GEMM (forward, input gradient, weight gradient) with the book's compute
+model (:func:`scaleout.compute.gemm_seconds`, chapter 13: tile and wave quantization, a
+measured ceiling), so thin per-expert GEMMs run below peak as they do on a GPU;
+:func:`~scaleout.moe.expert_compute_seconds` is the bound at a given FLOP rate,
+``matmuls x 2 x tokens x hidden x ffn`` FLOPs forward (2 matmuls for the book's ReLU
+experts, 3 for SwiGLU: Mixtral, DeepSeek-V3) and twice that backward.
 """
 
 from __future__ import annotations
