@@ -210,6 +210,7 @@ DEMOS = {  # module: (argv, processes): small runs of each demo
     "data_parallel": (["--steps", "1", "--batch", "16", "--accumulation", "2"], 2),
     "pipeline": (["--microbatches", "4"], 2),
     "nccl": (["--min-bytes", "1024", "--max-bytes", "4096"], 2),
+    "moe": (["--ep", "2"], 4),
     "planner": ([], 8),
     "tensor_parallel": ([], 2),
     "trees": (["--numel", "20"], 4),

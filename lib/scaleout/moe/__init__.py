@@ -1,0 +1,148 @@
+"""Mixture of experts and expert parallelism: routing, dispatch, costs, placement.
+
+Taught in chapters/07_expert_parallel.ipynb. One package, five parts, every name
+importable from ``scaleout.moe``:
+
+* ``routing``: gate scores (softmax, sigmoid), top-k, node-limited routing,
+  capacity and dropped tokens in a stated order, the load-balancing loss.
+* ``dispatch``: the dispatch and combine all-to-alls over ep ranks (who sends
+  how many copies to whom), and the single-process MoE layer with its exact gradient.
+* ``cost``: all-to-all seconds over NVLink and rails, the four all-to-alls of a
+  layer, the expert GEMMs.
+* ``placement``: the tp x ep x expert-dp mesh and its groups; total and active
+  parameters; model-state bytes per GPU.
+* ``published``: DeepSeek-V3, Mixtral and Switch as published; DeepEP's
+  measured all-to-alls.
+
+Sources: Shazeer et al. 2017 (sparsely gated MoE); Lepikhin et al., GShard (arXiv
+2006.16668); Fedus et al., Switch Transformers (JMLR 2022); Gale et al., MegaBlocks (MLSys
+2023); Jiang et al., Mixtral (arXiv 2401.04088); DeepSeek-V3 (arXiv 2412.19437);
+Megatron-Core's ``megatron/core/transformer/moe/`` (``moe_utils.py``, ``router.py``,
+``token_dispatcher.py``) and ``parallel_state.py``; fairscale's ``top2gate.py``.
+"""
+
+from .cost import (
+    MAX_FLOPS,
+    AllToAllTime,
+    ExpertCompute,
+    LayerAllToAll,
+    Network,
+    alltoall_seconds,
+    expert_compute_seconds,
+    expert_flops,
+    expert_gemm_seconds,
+    layer_alltoall,
+    nccl_network,
+    network,
+    two_hop_bytes,
+    two_hop_seconds,
+)
+from .dispatch import (
+    MAX_EP,
+    MAX_TOKEN_BYTES,
+    DispatchPlan,
+    Experts,
+    dispatch_plan,
+    expected_plan,
+    layer_backward,
+    layer_forward,
+    layer_reference,
+    random_experts,
+)
+from .placement import (
+    MAX_WORLD,
+    Mesh,
+    MoEModel,
+    ParameterCount,
+    StateBytes,
+    mesh,
+    moe_parameters,
+    moe_state_bytes,
+)
+from .published import (
+    DEEPEP_MEASUREMENTS,
+    DEEPSEEK_V3,
+    DEEPSEEK_V3_TRAINING,
+    FP8_SCALE_BYTES_PER_ELEMENT,
+    H800_NETWORK,
+    MIXTRAL_8X7B,
+    MODELS,
+    PUBLISHED_COUNTS,
+    AllToAllMeasurement,
+    PublishedCount,
+    TrainingSetup,
+    gqa_parameters,
+    mla_parameters,
+)
+from .routing import (
+    GATINGS,
+    MAX_CAPACITY_FACTOR,
+    MAX_EXPERTS,
+    MAX_TOKENS,
+    ORDERS,
+    Routing,
+    capacity,
+    claim_order,
+    gate_scores,
+    nodes_per_token,
+    route,
+)
+
+__all__ = [
+    "DEEPEP_MEASUREMENTS",
+    "DEEPSEEK_V3",
+    "DEEPSEEK_V3_TRAINING",
+    "FP8_SCALE_BYTES_PER_ELEMENT",
+    "GATINGS",
+    "H800_NETWORK",
+    "MAX_CAPACITY_FACTOR",
+    "MAX_EP",
+    "MAX_EXPERTS",
+    "MAX_FLOPS",
+    "MAX_TOKENS",
+    "MAX_TOKEN_BYTES",
+    "MAX_WORLD",
+    "MIXTRAL_8X7B",
+    "MODELS",
+    "ORDERS",
+    "PUBLISHED_COUNTS",
+    "AllToAllMeasurement",
+    "AllToAllTime",
+    "DispatchPlan",
+    "ExpertCompute",
+    "Experts",
+    "LayerAllToAll",
+    "Mesh",
+    "MoEModel",
+    "Network",
+    "ParameterCount",
+    "PublishedCount",
+    "Routing",
+    "StateBytes",
+    "TrainingSetup",
+    "alltoall_seconds",
+    "capacity",
+    "claim_order",
+    "dispatch_plan",
+    "expected_plan",
+    "expert_compute_seconds",
+    "expert_gemm_seconds",
+    "expert_flops",
+    "gate_scores",
+    "gqa_parameters",
+    "layer_alltoall",
+    "layer_backward",
+    "layer_forward",
+    "layer_reference",
+    "nccl_network",
+    "mesh",
+    "mla_parameters",
+    "moe_parameters",
+    "moe_state_bytes",
+    "network",
+    "nodes_per_token",
+    "random_experts",
+    "two_hop_bytes",
+    "two_hop_seconds",
+    "route",
+]

@@ -1,0 +1,39 @@
+import numpy as np
+from fuzz import call
+
+from scaleout import moe
+
+_LOGITS = np.random.default_rng(0).normal(size=(8, 4))
+_R = moe.route(_LOGITS, 2, 1.0)
+
+BASELINES = {
+    "gate_scores": call(_LOGITS, "softmax", temperature=0.5),
+    "capacity": call(16, 8, 2, 1.25),
+    "claim_order": call(8, 2, blocks=2),
+    "route": call(
+        _LOGITS,
+        2,
+        1.0,
+        gating="sigmoid",
+        normalize=True,
+        temperature=1.0,
+        scale=2.5,
+        order="probs",
+        blocks=2,
+        groups=2,
+        max_groups=1,
+        bias=[0.0, 0.1, 0.0, -0.1],
+    ),
+    "Routing": call(
+        _R.experts,
+        _R.weights,
+        _R.dropped,
+        _R.scores,
+        _R.routed,
+        _R.counts,
+        _R.capacity,
+        blocks=1,
+        gating="softmax",
+    ),
+    "nodes_per_token": call(_R, 2),
+}
