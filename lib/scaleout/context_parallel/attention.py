@@ -88,7 +88,10 @@ def _mask(name, mask, shape):
     """None (every key visible) or a boolean (queries, keys) array, True = visible."""
     if mask is None:
         return None
-    m = np.asarray(mask) if isinstance(mask, np.ndarray | list | tuple) else None
+    try:
+        m = np.asarray(mask) if isinstance(mask, np.ndarray | list | tuple) else None
+    except ValueError:  # ragged nested lists
+        m = None
     if m is None or m.dtype != bool or m.shape != shape:
         raise checks.fail(name, f"None or a boolean array of shape {shape} (True = visible)",
                           mask if m is None else f"{m.dtype} array of shape {m.shape}")  # fmt: skip

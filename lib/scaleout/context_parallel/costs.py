@@ -30,7 +30,7 @@ Not modelled: kernel launch and merge costs, the lower efficiency of the small b
 balanced layout cuts, contention between the transfer and the kernel for memory bandwidth.
 
 Limits: ``seq`` at most :data:`~scaleout.context_parallel.ring.MAX_SEQ`, ``cp`` at most
-:data:`~scaleout.context_parallel.ring.MAX_CP`, ``batch`` at most :data:`MAX_BATCH`.
+:data:`~scaleout.context_parallel.ring.MAX_CP`, ``batch`` at most :data:`MAX_BATCH`, ``flops_per_s`` in :data:`FLOPS_RANGE`.
 """
 
 from __future__ import annotations
@@ -68,6 +68,8 @@ BACKWARD_FACTOR = 2.5
 #: FlashAttention-3 on an H100 SXM: "up to 740 TFLOPs/s (75% utilization)" in 16-bit
 #: (Shah et al. 2024, arXiv 2407.08608, abstract): the best case, forward, long sequences.
 ATTENTION_FLOPS_PER_S = 740e12
+#: Range of FLOP rates accepted (1 GFLOP/s to 1 EFLOP/s per GPU).
+FLOPS_RANGE = (1e9, 1e18)
 #: The H100 SXM's dense bf16 peak (datasheet), for utilisation figures.
 PEAK_FLOPS_PER_S = H100_SXM_BF16_DENSE_FLOPS
 
@@ -227,7 +229,7 @@ def attention_seconds(scheme, seq, cp, m="llama3-8b", net="dgx-h100", tp=1, batc
                                                           layout)  # fmt: skip
     m, heads, kv, u, r = _shape(m, tp, cp, scheme, ulysses)
     net = network(net)
-    rate = checks.positive("flops_per_s", flops_per_s, 1e18)
+    rate = checks.real("flops_per_s", flops_per_s, *FLOPS_RANGE)
     fwd_bytes, bwd_bytes = traffic_bytes(scheme, seq, cp, m, tp, batch, dtype_bytes, u)
     per_pair = 4.0 * m.head_dim * (heads / u) * batch / rate  # seconds per visible pair
     if scheme == "allgather":
@@ -272,7 +274,7 @@ def overlap_threshold_tokens(m="llama3-8b", net="dgx-h100", tp=1, cross_node=Fal
     cross = checks.boolean("cross_node", cross_node)
     batch = checks.integer("batch", batch, 1, MAX_BATCH)
     dtype_bytes = checks.integer("dtype_bytes", dtype_bytes, 1, 8)
-    rate = checks.positive("flops_per_s", flops_per_s, 1e18)
+    rate = checks.real("flops_per_s", flops_per_s, *FLOPS_RANGE)
     from .. import hardware as H
 
     link = H.link(net.inter if cross else net.intra)
