@@ -30,7 +30,8 @@ Not modelled: kernel launch and merge costs, the lower efficiency of the small b
 balanced layout cuts, contention between the transfer and the kernel for memory bandwidth.
 
 Limits: ``seq`` at most :data:`~scaleout.context_parallel.ring.MAX_SEQ`, ``cp`` at most
-:data:`~scaleout.context_parallel.ring.MAX_CP`, ``batch`` at most :data:`MAX_BATCH`, ``flops_per_s`` in :data:`FLOPS_RANGE`.
+:data:`~scaleout.context_parallel.ring.MAX_CP`, ``batch`` at most :data:`MAX_BATCH`,
+``flops_per_s`` in :data:`FLOPS_RANGE`.
 """
 
 from __future__ import annotations
