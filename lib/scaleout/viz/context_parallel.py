@@ -160,13 +160,24 @@ def ring_animation(seq: int = 16, cp: int = 4, layout: str = "zigzag", causal: b
     )  # fmt: skip
 
 
-def _series(name: str, series, n: int) -> dict:
+def _series(name: str, series, n: int, gaps: bool = False) -> dict:
+    """label -> 1-D array of n values >= 0 (NaN allowed as a gap with ``gaps``)."""
     if not isinstance(series, Mapping) or not 1 <= len(series) <= MAX_SERIES:
         raise checks.fail(name, f"a mapping of 1 to {MAX_SERIES} label -> values", series)
     out = {}
     for label, values in series.items():
         checks.text(f"{name} label", label, 80)
-        y = checks.array(f"{name}[{label!r}]", values, ndim=1, finite=False, low=0.0)
+        key = f"{name}[{label!r}]"
+        y = checks.array(key, values, ndim=1, finite=False, low=0.0) if not gaps else None
+        if gaps:
+            if isinstance(values, str | bytes) or not isinstance(values, list | tuple | np.ndarray):
+                raise checks.fail(key, "a 1-D sequence of numbers >= 0 or NaN", values)
+            try:
+                raw = np.asarray(values, dtype=np.float64)
+            except (TypeError, ValueError):
+                raise checks.fail(key, "a 1-D sequence of numbers >= 0 or NaN", values) from None
+            checks.array(key, np.where(np.isnan(raw), 0.0, raw), ndim=1, finite=False, low=0.0)
+            y = raw
         if y.size != n:
             raise checks.fail(f"{name}[{label!r}]", f"{n} values, one per x", y.size)
         out[label] = y
@@ -208,7 +219,7 @@ def scheme_figure(cps, series, yaxis_title: str, title: str, log_y: bool = True)
     """One curve per scheme against the context-parallel degree (``series``: label ->
     values per cp; NaN where a scheme cannot run, drawn as a gap)."""
     x = checks.array("cps", cps, ndim=1, integer=True, low=1, max_size=MAX_POINTS)
-    curves = _series("series", series, x.size)
+    curves = _series("series", series, x.size, gaps=True)
     checks.text("yaxis_title", yaxis_title, 120)
     checks.text("title", title, 300)
     log_y = checks.boolean("log_y", log_y)
