@@ -26,6 +26,8 @@ from .attention import (
 from .costs import (
     ATTENTION_FLOPS_PER_S,
     BACKWARD_FACTOR,
+    FLOPS_RANGE,
+    MAX_BATCH,
     MODELS,
     PEAK_FLOPS_PER_S,
     SCHEMES,
@@ -55,7 +57,9 @@ from .ulysses import allgather_attention, heads_to_sequence, sequence_to_heads, 
 __all__ = [
     "ATTENTION_FLOPS_PER_S",
     "BACKWARD_FACTOR",
+    "FLOPS_RANGE",
     "LAYOUTS",
+    "MAX_BATCH",
     "MAX_CP",
     "MAX_SEQ",
     "MODELS",

@@ -170,8 +170,9 @@ def attention_reference(q, k, v, causal=True) -> np.ndarray:
 
 def blockwise_attention(q, k, v, block, causal=True) -> Partial:
     """Attention computed one key block of ``block`` keys at a time and merged (the
-    flash-style loop of one device): equal to :func:`attention_reference`, with the final
-    log-sum-exp of every row."""
+    flash-style loop of one device): equal to
+    :func:`~scaleout.context_parallel.attention_reference`, with the final log-sum-exp of every
+    row."""
     q, k, v = _qkv(q, k, v)
     causal = checks.boolean("causal", causal)
     sk = k.shape[1]

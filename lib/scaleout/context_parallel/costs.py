@@ -5,7 +5,8 @@ Taught in chapter 8 (``chapters/08_context_parallel.ipynb``). Units: bytes, seco
 tensor-parallel degree inside it (each rank has heads/tp query heads and max(1, kv_heads/tp)
 key/value heads), ``batch`` sequences per micro-batch, ``dtype_bytes`` per value (2: bf16).
 
-Schemes (:data:`SCHEMES`), forward and backward of one layer's attention core:
+Schemes (:data:`~scaleout.context_parallel.SCHEMES`), forward and backward of one layer's attention
+core:
 
 * ``"ring"`` (Liu et al. 2023; Megatron-Core CP): cp - 1 K/V transfers forward, each
   overlapped with the block computed meanwhile; a step lasts max(compute, transfer). The
@@ -23,15 +24,16 @@ Schemes (:data:`SCHEMES`), forward and backward of one layer's attention core:
 
 Compute: 4 d FLOPs per visible query-key pair and head forward (QK^T and PV, FlashAttention-2,
 Dao 2023, Sec. 4.1), 2.5 times that backward (five matrix products instead of two, same
-source), at ``flops_per_s`` (default :data:`ATTENTION_FLOPS_PER_S`). The pairs per step come
-from :func:`~scaleout.context_parallel.ring.ring_work`. Transfers are priced by
-:func:`~scaleout.context_parallel.network.transfer_seconds` (the stand-in for the NCCL model).
+source), at ``flops_per_s`` (default :data:`~scaleout.context_parallel.ATTENTION_FLOPS_PER_S`). The
+pairs per step come from :func:`~scaleout.context_parallel.ring_work`. Transfers are priced by
+:func:`~scaleout.context_parallel.transfer_seconds` (the stand-in for the NCCL model).
 Not modelled: kernel launch and merge costs, the lower efficiency of the small blocks a
 balanced layout cuts, contention between the transfer and the kernel for memory bandwidth.
 
-Limits: ``seq`` at most :data:`~scaleout.context_parallel.ring.MAX_SEQ`, ``cp`` at most
-:data:`~scaleout.context_parallel.ring.MAX_CP`, ``batch`` at most :data:`MAX_BATCH`,
-``flops_per_s`` in :data:`FLOPS_RANGE`.
+Limits: ``seq`` at most :data:`~scaleout.context_parallel.MAX_SEQ`, ``cp`` at most
+:data:`~scaleout.context_parallel.MAX_CP`, ``batch`` at most
+:data:`~scaleout.context_parallel.MAX_BATCH`, ``flops_per_s`` in
+:data:`~scaleout.context_parallel.FLOPS_RANGE`.
 """
 
 from __future__ import annotations
@@ -49,7 +51,11 @@ from .ring import LAYOUTS, MAX_CP, MAX_SEQ, ring_work
 
 __all__ = [
     "ATTENTION_FLOPS_PER_S",
+    "BACKWARD_FACTOR",
+    "FLOPS_RANGE",
+    "MAX_BATCH",
     "MODELS",
+    "PEAK_FLOPS_PER_S",
     "SCHEMES",
     "AttentionShape",
     "AttentionTime",
@@ -62,7 +68,9 @@ __all__ = [
     "traffic_bytes",
 ]
 
+#: The context-parallel schemes priced (module docstring).
 SCHEMES = ("ring", "ulysses", "allgather", "hybrid")
+#: Most sequences per micro-batch.
 MAX_BATCH = 4096
 #: Backward FLOPs over forward FLOPs of attention (FlashAttention-2, Dao 2023, Sec. 4.1).
 BACKWARD_FACTOR = 2.5
@@ -110,7 +118,8 @@ MODELS: dict[str, AttentionShape] = {
 
 
 def model(name) -> AttentionShape:
-    """An :class:`AttentionShape` given itself or by name (a key of :data:`MODELS`)."""
+    """An :class:`~scaleout.context_parallel.AttentionShape` given itself or by name (a key of
+    :data:`~scaleout.context_parallel.MODELS`)."""
     if isinstance(name, AttentionShape):
         return name
     return MODELS[checks.choice("model", name, tuple(MODELS))]

@@ -1,17 +1,17 @@
 """What context parallelism's transfers cost on a cluster: the ONE pricing function to switch.
 
-**Stand-in for the book's NCCL model.** Chapter 10's :mod:`scaleout.nccl` (NCCL's own cost
+**Stand-in for the book's NCCL model.** Chapter 10's ``scaleout.nccl`` (NCCL's own cost
 model, with all-to-all and point-to-point on NVLink and the rails) was not yet part of the
 library when this chapter was written. Every time this package gives a transfer is computed
 here, from the alpha-beta links of :mod:`scaleout.hardware` and the formulas of
-:mod:`scaleout.costmodel`; :func:`transfer_seconds` is the single entry point, so switching to
-``nccl.predict(...)`` (``"alltoall"``, ``"allgather"``, ``"reducescatter"``) and NCCL's p2p
-model changes this file only.
+:mod:`scaleout.costmodel`; :func:`~scaleout.context_parallel.transfer_seconds` is the single entry
+point, so switching to ``nccl.predict(...)`` (``"alltoall"``, ``"allgather"``, ``"reducescatter"``)
+and NCCL's p2p model changes this file only.
 
-The machine (:data:`NETWORKS`): servers of ``gpus_per_node`` GPUs on NVLink (the ``intra``
-link preset, per direction) with one NIC per GPU (the ``inter`` preset). A context-parallel
-group of ``cp`` ranks takes every ``stride``-th GPU (``stride`` = the tensor-parallel size:
-Megatron-LM orders tensor parallelism innermost, then context parallelism,
+The machine (:data:`~scaleout.context_parallel.NETWORKS`): servers of ``gpus_per_node`` GPUs on
+NVLink (the ``intra`` link preset, per direction) with one NIC per GPU (the ``inter`` preset). A
+context-parallel group of ``cp`` ranks takes every ``stride``-th GPU (``stride`` = the
+tensor-parallel size: Megatron-LM orders tensor parallelism innermost, then context parallelism,
 ``megatron/core/parallel_state.py``), so ``min(cp, gpus_per_node // stride)`` of its ranks
 share a server and the rest are on other servers, reached through the NICs (one rail).
 
@@ -43,6 +43,7 @@ from .ring import MAX_CP
 
 __all__ = ["NETWORKS", "TRANSFERS", "Network", "network", "ranks_per_node", "transfer_seconds"]
 
+#: The transfers priced (module docstring).
 TRANSFERS = ("p2p", "alltoall", "allgather", "reducescatter")
 #: Largest transfer priced, in bytes (1 PB).
 MAX_BYTES = 1e15
@@ -89,7 +90,8 @@ NETWORKS: dict[str, Network] = {
 
 
 def network(name) -> Network:
-    """A :class:`Network` given itself or by preset name (a key of :data:`NETWORKS`)."""
+    """A :class:`~scaleout.context_parallel.Network` given itself or by preset name (a key of
+    :data:`~scaleout.context_parallel.NETWORKS`)."""
     if isinstance(name, Network):
         return name
     return NETWORKS[checks.choice("network", name, tuple(NETWORKS))]
@@ -105,9 +107,9 @@ def ranks_per_node(cp, net="dgx-h100", stride=1) -> int:
 
 
 def transfer_seconds(kind, nbytes, cp, net="dgx-h100", stride=1) -> float:
-    """Seconds for one context-parallel transfer of ``kind`` (:data:`TRANSFERS`) among
-    ``cp`` ranks on ``net``, ``nbytes`` as the module docstring defines it for each kind.
-    Zero when cp = 1 or nbytes = 0."""
+    """Seconds for one context-parallel transfer of ``kind``
+    (:data:`~scaleout.context_parallel.TRANSFERS`) among ``cp`` ranks on ``net``, ``nbytes`` as the
+    module docstring defines it for each kind. Zero when cp = 1 or nbytes = 0."""
     kind = checks.choice("kind", kind, TRANSFERS)
     n = checks.nonnegative("nbytes", nbytes, MAX_BYTES)
     net = network(net)

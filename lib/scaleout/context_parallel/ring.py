@@ -3,14 +3,13 @@
 Taught in chapter 8 (``chapters/08_context_parallel.ipynb``). Ring attention (Liu, Zaharia &
 Abbeel 2023, arXiv 2310.01889, Sec. 3): the sequence is split over ``cp`` ranks; rank r keeps
 its queries and, at step t = 0 .. cp-1, holds the keys and values that started on rank
-(r - t) mod cp. It computes attention of its queries over that block (:func:`~scaleout.
-context_parallel.attention.block_attention`), merges it into its running result
-(:func:`~scaleout.context_parallel.attention.merge`), and passes the block on to rank
-r + 1 while receiving the next from rank r - 1. After cp steps every query has seen every
-key.
+(r - t) mod cp. It computes attention of its queries over that block
+(:func:`~scaleout.context_parallel.block_attention`), merges it into its running result
+(:func:`~scaleout.context_parallel.merge`), and passes the block on to rank r + 1 while receiving
+the next from rank r - 1. After cp steps every query has seen every key.
 
 With a causal mask a query sees only earlier keys, so how the sequence is cut decides how
-much each rank works at each step (:data:`LAYOUTS`):
+much each rank works at each step (:data:`~scaleout.context_parallel.LAYOUTS`):
 
 * ``"contiguous"``: rank r holds positions [r s/cp, (r+1) s/cp). A block from a later rank
   is entirely masked (no work) and one from an earlier rank entirely visible: after step 0,
@@ -27,8 +26,10 @@ much each rank works at each step (:data:`LAYOUTS`):
 the pairs its mask leaves visible. A kernel skips fully masked blocks, so time follows this
 count (to within its tile size).
 
-Limits: ``cp`` at most :data:`MAX_CP`; :func:`ring_work` takes sequences up to
-:data:`MAX_SEQ` tokens; :func:`ring_attention` arrays as in
+Limits: ``cp`` at most :data:`~scaleout.context_parallel.MAX_CP`;
+:func:`~scaleout.context_parallel.ring_work` takes sequences up to
+:data:`~scaleout.context_parallel.MAX_SEQ` tokens;
+:func:`~scaleout.context_parallel.ring_attention` arrays as in
 :mod:`~scaleout.context_parallel.attention`.
 """
 
@@ -50,6 +51,7 @@ __all__ = [
     "shard_positions",
 ]
 
+#: How the sequence is cut over the ranks (module docstring).
 LAYOUTS = ("contiguous", "zigzag", "striped")
 #: Most ranks in one context-parallel group.
 MAX_CP = 1024
@@ -158,11 +160,12 @@ def ring_attention(q, k, v, cp, causal=True, layout="zigzag"):
     """Ring attention of ``q``, ``k``, ``v`` (heads, s, head_dim) over ``cp`` simulated
     ranks; returns ``(output, work)``: the attention output (heads, s, head_dim) in the
     original token order, and ``work[r, step]``, the query-key pairs rank r computed at
-    each step, counted from the masks it applied (compare :func:`ring_work`).
+    each step, counted from the masks it applied (compare
+    :func:`~scaleout.context_parallel.ring_work`).
 
-    Each rank keeps the rows of :func:`shard_positions`; at every step it attends to the
-    K/V block it holds (skipping it if every pair is masked), merges the partial result
-    with the exact log-sum-exp rule, then every rank passes its block to rank r + 1."""
+    Each rank keeps the rows of :func:`~scaleout.context_parallel.shard_positions`; at every step
+    it attends to the K/V block it holds (skipping it if every pair is masked), merges the partial
+    result with the exact log-sum-exp rule, then every rank passes its block to rank r + 1."""
     q, k, v = _qkv(q, k, v)
     causal = checks.boolean("causal", causal)
     if q.shape != k.shape:

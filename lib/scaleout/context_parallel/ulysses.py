@@ -13,7 +13,7 @@ Taught in chapter 8 (``chapters/08_context_parallel.ipynb``). Arrays (heads, s, 
   attention for its own queries. Simple, supports any mask, but the all-gather is exposed
   and each rank briefly holds all of K and V.
 
-Limits: ``cp`` at most :data:`~scaleout.context_parallel.ring.MAX_CP`; arrays as in
+Limits: ``cp`` at most :data:`~scaleout.context_parallel.MAX_CP`; arrays as in
 :mod:`~scaleout.context_parallel.attention`.
 """
 
@@ -51,9 +51,9 @@ def sequence_to_heads(shards) -> np.ndarray:
 
 
 def heads_to_sequence(shards) -> np.ndarray:
-    """Ulysses' second all-to-all, the inverse of :func:`sequence_to_heads`: ``shards[j]``
-    (heads/cp, s, d) on rank j becomes (cp, heads, s/cp, d), rank r's slice of the
-    sequence for all heads."""
+    """Ulysses' second all-to-all, the inverse of
+    :func:`~scaleout.context_parallel.sequence_to_heads`: ``shards[j]`` (heads/cp, s, d) on rank j
+    becomes (cp, heads, s/cp, d), rank r's slice of the sequence for all heads."""
     x = _shards("shards", shards)
     cp, hc, s, d = x.shape
     if s % cp:
@@ -90,7 +90,7 @@ def ulysses_attention(q, k, v, cp, causal=True) -> np.ndarray:
 
 def allgather_attention(q, k, v, cp, causal=True, layout="zigzag") -> np.ndarray:
     """Attention with all-gather context parallelism (Llama 3's): each of ``cp`` ranks holds
-    the rows of :func:`~scaleout.context_parallel.ring.shard_positions` (``layout``),
+    the rows of :func:`~scaleout.context_parallel.shard_positions` (``layout``),
     all-gathers every rank's keys and values, and attends its own queries over all of them
     with the causal mask of their global positions. Returns (heads, s, d) in order."""
     q, k, v = _qkv(q, k, v)
