@@ -1,7 +1,8 @@
 """JupyterLab, as a reader on Binder or on their own machine uses the chapters.
 
 JupyterLab is started from the project's environment (token off, loopback only, its own
-settings folder: no news toast, no update check, every cell rendered). Headless Chromium
+settings folder: no news toast, no update check, no autosave, every cell rendered) on a
+temporary copy of the chapters, so nothing it writes can touch the committed notebooks. Headless Chromium
 opens each chapter, runs every cell in a fresh kernel, and checks that every code cell ran
 without an error output, that plotly figures are drawn, that MyST (admonitions, exercises)
 is rendered by jupyterlab-myst rather than shown as raw text, and that moving a control of
@@ -32,6 +33,7 @@ pytestmark = [pytest.mark.browser, pytest.mark.slow]
 
 SETTINGS = {
     "@jupyterlab/apputils-extension/notification": {"fetchNews": "false", "checkForUpdates": False},
+    "@jupyterlab/docmanager-extension/plugin": {"autosave": False},
     "@jupyterlab/notebook-extension/tracker": {"windowingMode": "none"},
 }
 
@@ -47,6 +49,7 @@ def lab_url(tmp_path_factory):
     if not JUPYTER.exists():
         pytest.fail(f"jupyter not found next to {sys.executable}")
     tmp = tmp_path_factory.mktemp("lab")
+    shutil.copytree(ROOT / "chapters", tmp / "book" / "chapters")
     for name, values in SETTINGS.items():
         path = tmp / "settings" / f"{name}.jupyterlab-settings"
         path.parent.mkdir(parents=True, exist_ok=True)
@@ -62,7 +65,7 @@ def lab_url(tmp_path_factory):
     cmd = [
         str(JUPYTER), "lab", "--no-browser", "--ip=127.0.0.1", f"--port={port}",
         "--IdentityProvider.token=", "--ServerApp.password=",
-        f"--ServerApp.root_dir={ROOT}", "--LabApp.expose_app_in_browser=True",
+        f"--ServerApp.root_dir={tmp / 'book'}", "--LabApp.expose_app_in_browser=True",
         "--ServerApp.open_browser=False",
     ]  # fmt: skip
     if hasattr(os, "geteuid") and os.geteuid() == 0:

@@ -27,6 +27,16 @@ def configs(draw, names=P.SCHEDULES):
     return name, p, draw(st.integers(1, 64)), 1
 
 
+@st.composite
+def grouped(draw):
+    """(p, m, v, group) for Megatron-Core's grouped interleaving: p <= group <= m and the
+    last group full or at least p long."""
+    p = draw(st.integers(1, 8))
+    m = draw(st.integers(p, 48))
+    groups = [g for g in range(p, m + 1) if not 0 < m % g < p]
+    return p, m, draw(st.integers(2, 4)), draw(st.sampled_from(groups))
+
+
 def producer(s, i):
     """The operation whose output operation i consumes, found from the definitions (not
     from the library's ``dep``): (phase, virtual stage, micro-batch) or None."""
@@ -42,11 +52,8 @@ def producer(s, i):
 # ------------------------------------------------------------------ schedule invariants
 
 
-@given(configs(), st.floats(0.1, 5), st.floats(0.1, 5))
-@SETTINGS
-def test_schedule_is_a_valid_timeline(cfg, t_f, t_b):
-    name, p, m, v = cfg
-    s = P.schedule(name, p, m, v, t_f=t_f, t_b=t_b)
+def check_valid_timeline(s, name, p, m, v):
+    """Every op once, one op at a time per stage, inputs before use, no needless wait."""
     vs = s.chunk * p + s.stage
     key = {
         (str(ph), int(a), int(j)): k
@@ -74,6 +81,43 @@ def test_schedule_is_a_valid_timeline(cfg, t_f, t_b):
             ready = max(free, s.end[key[need]] if need is not None else 0.0)
             assert s.start[i] == pytest.approx(ready, abs=1e-9)
             free = s.end[i]
+
+
+@given(configs(), st.floats(0.1, 5), st.floats(0.1, 5))
+@SETTINGS
+def test_schedule_is_a_valid_timeline(cfg, t_f, t_b):
+    name, p, m, v = cfg
+    check_valid_timeline(P.schedule(name, p, m, v, t_f=t_f, t_b=t_b), name, p, m, v)
+
+
+@given(grouped())
+@SETTINGS
+def test_grouped_interleaving_is_a_valid_timeline_with_the_interleaved_bubble(cfg):
+    # Megatron-Core's microbatch_group_size_per_vp_stage lifts "p divides m"
+    p, m, v, group = cfg
+    s = P.schedule("interleaved", p, m, v, group=group)
+    check_valid_timeline(s, "interleaved", p, m, v)
+    assert s.group == group and P.bubble_fraction(s) >= 0
+    if group == p and m % p == 0:
+        assert P.bubble_fraction(s) == pytest.approx((p - 1) / (v * m), abs=1e-12)
+
+
+def test_grouped_interleaving_examples():
+    # Megatron-Core's docstring: PP = 2, VP = 2, group 3, m = 5: rank 0 runs the
+    # micro-batches 0 1 2 0 1 2 3 4 3 4 (chunk 0 then chunk 1 within each group)
+    fwd = [(j, c) for ph, j, c in P.stage_order("interleaved", 2, 5, 2, group=3)[0] if ph == "F"]
+    assert [j for j, _ in fwd] == [0, 1, 2, 0, 1, 2, 3, 4, 3, 4]
+    assert [c for _, c in fwd] == [0, 0, 0, 1, 1, 1, 0, 0, 1, 1]
+    s = P.schedule("interleaved", 4, 10, 2, group=5)  # m = 10 is no multiple of p = 4
+    assert P.bubble_fraction(s) == pytest.approx(3 / 20)
+    with pytest.raises(ValueError, match="group must be such that m % group is 0 or >= p"):
+        P.schedule("interleaved", 4, 10, 2, group=8)  # last group of 2 < p
+    with pytest.raises(ValueError, match=r"group must be an integer in \[4, 10\], got 3"):
+        P.schedule("interleaved", 4, 10, 2, group=3)
+    with pytest.raises(ValueError, match="m must be a multiple of p = 4"):
+        P.schedule("interleaved", 4, 10, 2)
+    with pytest.raises(ValueError, match="group must be None for '1f1b'"):
+        P.schedule("1f1b", 4, 8, group=4)
 
 
 @given(configs(("gpipe", "1f1b")), st.floats(0.1, 5), st.floats(0.1, 5))
@@ -205,7 +249,7 @@ def test_timeline_from_records():
     tl = P.timeline_from_records(rec, p=2)
     assert tl.ops(1) == [("F", 0, 0), ("B", 0, 0)]
     assert tl.start.min() == 0 and tl.makespan == pytest.approx(2.0)
-    with pytest.raises(ValueError, match="records"):
+    with pytest.raises(ValueError, match="record stage must be an integer in"):
         P.timeline_from_records([(2, "F", 0, 0.0, 1.0)], p=2)
 
 
@@ -216,8 +260,8 @@ def test_timeline_from_records():
     "kwargs, match",
     [
         (dict(name="pipedream", p=4, m=8), "name must be one of"),
-        (dict(name="1f1b", p=0, m=8), r"p must be an integer in 1\.\.1024"),
-        (dict(name="1f1b", p=4, m=0), r"m must be an integer in 1\.\."),
+        (dict(name="1f1b", p=0, m=8), r"p must be an integer in \[1, 1024\], got 0"),
+        (dict(name="1f1b", p=4, m=0), r"m must be an integer in \[1, 65536\], got 0"),
         (dict(name="1f1b", p=True, m=8), "p must be an integer"),
         (dict(name="1f1b", p=4.0, m=8), "p must be an integer"),
         (dict(name="interleaved", p=4, m=8, v=1), "v .* must be >= 2"),
@@ -226,7 +270,7 @@ def test_timeline_from_records():
         (dict(name="1f1b", p=4, m=8, t_f=0), "t_f must be a finite number > 0"),
         (dict(name="1f1b", p=4, m=8, t_b=float("inf")), "t_b must be"),
         (dict(name="zb-h1", p=4, m=8, t_w=2.0), "t_w must be < t_b"),
-        (dict(name="1f1b", p=4, m=8, t_w=1.0), "t_w is only used by 'zb-h1'"),
+        (dict(name="1f1b", p=4, m=8, t_w=1.0), "t_w must be None for '1f1b'"),
     ],
 )
 def test_bad_schedule_inputs_raise(kwargs, match):
@@ -246,11 +290,11 @@ def test_other_bad_inputs_raise():
         P.model_state_bytes(-1)
     with pytest.raises(ValueError, match="gpu_gb"):
         P.min_gpus(1e9, 16, 0)
-    with pytest.raises(ValueError, match="p must be <= n_layers"):
+    with pytest.raises(ValueError, match="p must be <= n_layers = 3"):
         P.layer_owners(3, 4)
-    with pytest.raises(ValueError, match="b must divide batch"):
+    with pytest.raises(ValueError, match="b must be a divisor of batch = 100, got 3"):
         P.step_time("1f1b", 4, 100, 3)
-    with pytest.raises(ValueError, match="b must be finite and > 0"):
+    with pytest.raises(ValueError, match="b must be finite real values > 0, got 0.0"):
         P.microbatch_time(0, 1.0, 4.0)
 
 
@@ -264,7 +308,12 @@ def test_model_state_memory():
     assert P.min_gpus(1e9, 16, 80) == 1 and P.min_gpus(5e9, 16, 80) == 1
     assert P.min_gpus(5.1e9, 16, 80) == 2
     np.testing.assert_array_equal(P.model_state_bytes([1e9, 2e9], 2), [2e9, 4e9])
-    assert P.BYTES_PER_PARAM["mixed-precision Adam (ZeRO's 2 + 2 + 12)"] == 2 + 2 + 12
+    # three accountings of mixed-precision Adam, read from scaleout.memory (issue 13: not
+    # "16 + 4 = 20" for bf16, where the fp32 gradient buffer replaces the bf16 gradient)
+    assert P.BYTES_PER_PARAM["ZeRO paper: mixed-precision Adam"] == 2 + 2 + 12
+    assert P.BYTES_PER_PARAM["Megatron bf16: fp32 gradients"] == 2 + 4 + 12
+    assert P.BYTES_PER_PARAM["Megatron fp16: fp16 gradients + fp32 copy"] == 2 + 2 + 4 + 12
+    assert P.model_state_bytes(1e12, P.BYTES_PER_PARAM["Megatron bf16: fp32 gradients"]) == 18e12
 
 
 @given(st.integers(1, 200), st.integers(1, 64))
@@ -314,7 +363,7 @@ def test_gantt_draws_every_operation_once():
     assert fig.layout.xaxis.title.text and fig.layout.yaxis.title.text
     assert viz.figure_spec(fig)  # serialisable
     fig = VP.gantt(s, color_by="stage")
-    drawn = [t for t in fig.data if t.hoverinfo == "text"]  # not idle bars or legend swatches
+    drawn = [t for t in fig.data if t.hovertemplate]  # not idle bars or legend swatches
     assert sum(len(t.x) for t in drawn) == len(s.phase)
     assert {c for t in drawn for c in t.marker.color} == {viz.rank_color(r) for r in range(4)}
     with pytest.raises(ValueError, match="color_by"):
@@ -329,7 +378,7 @@ def test_schedules_animation_frames_only_move_the_veil():
     assert all(t.type == "scatter" for t in fig.data[: 2 * len(scheds)])
     labels = [s.label for s in fig.layout.sliders[0].steps]
     assert labels[0] == "0" and float(labels[-1]) == pytest.approx(max(s.makespan for s in scheds))
-    with pytest.raises(ValueError, match="at least one"):
+    with pytest.raises(ValueError, match=r"scheds must be a list of 1\.\.8 schedules"):
         VP.schedules_animation([])
 
 
@@ -384,3 +433,173 @@ def test_pipeline_demo_rejects_bad_arguments():
     with pytest.raises(SystemExit) as info:
         main(["--microbatches", "0"])
     assert info.value.code == 2
+
+
+# ------------------------------------------- robustness (issue 21): limits, records, engines
+
+
+def test_documented_maxima_raise_instead_of_exhausting_memory():
+    # schedule("zb-h1", 1024, 65536) ran out of memory: 201M operations to simulate
+    with pytest.raises(ValueError, match="at most 4194304 operations to simulate, got 201326592"):
+        P.schedule("zb-h1", P.MAX_STAGES, P.MAX_MICROBATCHES)
+    with pytest.raises(ValueError, match="at most 4194304 operations"):
+        P.stage_order("1f1b", 1024, 4096)
+    # the closed forms simulate nothing: the full ranges are fine
+    assert P.bubble_closed_form("zb-h1", 1024, 65536) == pytest.approx(1023 / (3 * 65536))
+    # at the limit the simulation still runs (one case, to keep the suite quick)
+    s = P.schedule("zb-h1", 1024, P.MAX_OPERATIONS // (3 * 1024))
+    assert len(s.phase) <= P.MAX_OPERATIONS and np.isfinite(s.makespan)
+
+
+@pytest.mark.parametrize("bad", [1, None, "1f1b", {"p": 2}, np.zeros(3)])
+def test_bubble_fraction_of_a_non_timeline_is_a_value_error(bad):
+    with pytest.raises(ValueError, match="sched must be a Timeline"):  # was AttributeError
+        P.bubble_fraction(bad)
+    with pytest.raises(ValueError, match="must be a Schedule"):
+        P.p2p_messages(bad)
+
+
+def test_bubble_fraction_of_degenerate_timelines():
+    # every operation takes no time: no makespan, no bubble to speak of (was NaN)
+    zero = P.timeline_from_records([(0, "F", 0, 1.0, 1.0), (1, "F", 0, 1.0, 1.0)], 2)
+    with pytest.raises(ValueError, match="makespan must be > 0"):
+        P.bubble_fraction(zero)
+    with pytest.raises(ValueError, match="makespan must be > 0"):
+        zero.utilization()
+    # stage 2 never works: no ideal-time bubble (was inf); over the total time it is 1
+    idle = P.timeline_from_records([(0, "F", 0, 0.0, 1.0), (1, "F", 0, 1.0, 2.0)], 3)
+    with pytest.raises(ValueError, match="busy time must be > 0"):
+        P.bubble_fraction(idle)
+    assert P.bubble_fraction(idle, of="total") == 1.0
+    assert P.peak_in_flight(idle).tolist() == [1.0, 1.0, 0.0]
+    assert P.idle_intervals(idle)[0].tolist() == [0, 1, 2]
+
+
+def test_records_are_validated_and_read_only():
+    s = P.schedule("1f1b", 2, 2)
+    with pytest.raises(ValueError):
+        s.start[0] = 5.0  # read-only: a schedule cannot drift from its simulation
+    arrays = dict(stage=s.stage, microbatch=s.microbatch, chunk=s.chunk, phase=s.phase,
+                  start=s.start, end=s.end)  # fmt: skip
+    cases = [
+        (dict(p=1), "stage must be integer values in"),
+        (dict(stage=s.stage[:-1]), "phase must be an array of 7 strings"),
+        (dict(start=s.start[:-1]), "start must be an array of 8 elements"),
+        (dict(phase=[1] * 8), "phase must be an array of 8 strings"),
+        (dict(phase=np.array(["X"] * 8)), "phase must be 'F', 'B' or 'W' for every operation"),
+        (dict(end=s.start - 1), "end must be >= start"),
+        (dict(chunk=s.chunk + 1), "chunk must be integer values in"),
+        (dict(start=s.start * np.nan), "start must be finite real values"),
+    ]
+    for change, match in cases:
+        with pytest.raises(ValueError, match=match):
+            P.Timeline(**{"p": 2, "v": 1, **arrays, **change})
+    with pytest.raises(ValueError, match="dep must be integer values in"):
+        P.Schedule(2, 1, *arrays.values(), name="1f1b", m=2, dep=s.dep + 10)
+    with pytest.raises(ValueError, match="microbatch must be < m = 1"):
+        P.Schedule(2, 1, *arrays.values(), name="1f1b", m=1, dep=s.dep)
+    with pytest.raises(TypeError):
+        P.Schedule(2, 1, *arrays.values())  # name, m and dep are required keywords
+    with pytest.raises(ValueError, match="records must be a non-empty list"):
+        P.timeline_from_records([], 2)
+    with pytest.raises(ValueError, match="record end must be a finite number >= 2"):
+        P.timeline_from_records([(0, "F", 0, 2.0, 1.0)], 2)
+    with pytest.raises(ValueError, match="record phase must be one of"):
+        P.timeline_from_records([(0, ["F"], 0, 0.0, 1.0)], 2)
+
+
+@given(configs(), st.floats(0.0, 2.0))
+@SETTINGS
+def test_both_simulation_engines_agree(cfg, t_comm):
+    name, p, m, v = cfg
+    s = P.schedule(name, p, m, v, t_comm=t_comm)
+    bounds = np.searchsorted(s.stage, np.arange(p + 1))
+    duration = s.end - s.start
+    delay = np.where((s.dep >= 0) & (s.stage[s.dep] != s.stage), t_comm, 0.0)
+    a = P._simulate_events(bounds, s.dep, duration, delay)
+    b = P._simulate_rounds(bounds, s.dep, duration, delay)
+    np.testing.assert_allclose(a, b, rtol=0, atol=1e-9)
+    np.testing.assert_allclose(b, (s.start, s.end), rtol=0, atol=1e-9)
+
+
+@given(configs(), st.floats(0.05, 20), st.floats(0.05, 20), st.floats(0.0, 5))
+@SETTINGS
+def test_numeric_models_give_finite_nonnegative_times(cfg, t_f, t_b, t_comm):
+    name, p, m, v = cfg
+    s = P.schedule(name, p, m, v, t_f=t_f, t_b=t_b, t_comm=t_comm)
+    assert np.all(np.isfinite(s.start)) and np.all(s.start >= 0) and np.all(s.end > s.start)
+    assert np.isfinite(s.makespan) and s.makespan >= s.busy().max() > 0
+    for of in ("ideal", "total"):
+        bubble = P.bubble_fraction(s, of=of)
+        assert np.isfinite(bubble) and bubble >= -1e-12
+    peaks = P.peak_in_flight(s)
+    assert np.all(np.isfinite(peaks)) and np.all(peaks >= 0) and peaks.max() <= m
+    # a slower network never makes a step faster; GPipe pays 2 (p - 1) transfers exactly
+    assert s.makespan >= P.schedule(name, p, m, v, t_f=t_f, t_b=t_b).makespan - 1e-9
+    if name == "gpipe":
+        base = (m + p - 1) * (t_f + t_b)
+        assert s.makespan == pytest.approx(base + 2 * (p - 1) * t_comm, rel=1e-9)
+
+
+@given(st.floats(1e-3, 1e3), st.floats(1e-6, 1e3), st.floats(0, 1e3), st.integers(1, 1024))
+@SETTINGS
+def test_microbatch_models_are_finite_and_positive(b, t_sample, b_half, p):
+    t = P.microbatch_time(b, t_sample, b_half)
+    assert np.isfinite(t) and t > 0
+    batch = 1024.0
+    if b_half > 0:
+        best = P.best_microbatch_size(batch, p, b_half)
+        assert 0 < best <= batch and np.isfinite(best)
+    assert P.model_state_bytes(b * 1e9, 16) >= 0 and P.min_gpus(b * 1e9, 16, 80) >= 1
+
+
+@given(configs())
+@SETTINGS
+def test_messages_between_two_devices_arrive_in_the_order_they_are_sent(cfg):
+    # so the demo would need no tags under NCCL, which ignores them: each (sender,
+    # receiver) pair's messages are consumed in the order they are produced
+    s = P.schedule(*cfg)
+    has = np.flatnonzero(s.dep >= 0)
+    src = s.dep[has]
+    cross = s.stage[src] != s.stage[has]
+    has, src = has[cross], src[cross]
+    for a, b in {(int(x), int(y)) for x, y in zip(s.stage[src], s.stage[has], strict=True)}:
+        sel = (s.stage[src] == a) & (s.stage[has] == b)
+        sent = np.argsort(s.start[src[sel]], kind="stable")
+        received = np.argsort(s.start[has[sel]], kind="stable")
+        assert np.array_equal(sent, received), (a, b)
+
+
+@given(configs(("interleaved",)))
+@SETTINGS
+def test_interleaving_multiplies_messages_by_v_in_the_middle_and_2v_minus_1_at_the_ends(cfg):
+    _, p, m, v = cfg
+    sent = P.p2p_messages(P.schedule("interleaved", p, m, v)).sum(axis=1)
+    plain = P.p2p_messages(P.schedule("1f1b", p, m)).sum(axis=1)
+    if p == 1:
+        assert sent.tolist() == [0]
+        return
+    assert sent[0] == sent[-1] == (2 * v - 1) * m and plain[0] == plain[-1] == m
+    assert np.all(sent[1:-1] == 2 * v * m) and np.all(plain[1:-1] == 2 * m)
+
+
+def _torch_rank_ops(p, m, rank, zero_bubble):
+    """PyTorch's order for one rank (``_get_1f1b_rank_ops``, the helper its runtime
+    schedules use), as the library's (phase, microbatch, chunk) tuples."""
+    from torch.distributed.pipelining.schedules import _ComputationType as C
+    from torch.distributed.pipelining.schedules import _get_1f1b_rank_ops
+
+    warm = min(p - rank - 1, m)
+    ops = _get_1f1b_rank_ops(
+        1, p, warm, m - warm, warm, rank, lambda step: rank, lambda step: rank,
+        num_1f1b_microbatches=rank, enable_zero_bubble=zero_bubble,
+    )  # fmt: skip
+    phase = {C.FORWARD: "F", C.FULL_BACKWARD: "B", C.BACKWARD_INPUT: "B", C.BACKWARD_WEIGHT: "W"}
+    return [(phase[a.computation_type], a.microbatch_index, 0) for a in ops if a is not None]
+
+
+@pytest.mark.parametrize("p, m", [(1, 3), (2, 2), (4, 4), (4, 8), (5, 3), (8, 16)])
+def test_1f1b_and_zb_h1_orders_equal_pytorch(p, m):
+    for name, zero_bubble in (("1f1b", False), ("zb-h1", True)):
+        ours = P.stage_order(name, p, m)
+        assert ours == [_torch_rank_ops(p, m, r, zero_bubble) for r in range(p)], name

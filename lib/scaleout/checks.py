@@ -248,7 +248,7 @@ def array(
         raise fail("ndim", "None or an integer in [0, 32]", ndim)
     kind = "integer" if integer else "real"
     dims = {None: "a ", 0: "a scalar ", 1: "a 1-D ", 2: "a 2-D "}.get(ndim, f"a {ndim}-D ")
-    what = f"{dims}{kind} array" if ndim != 0 else f"a {kind} number"
+    what = f"{dims}{kind} array" if ndim != 0 else ("an integer" if integer else "a real number")
     if isinstance(value, str | bytes | bool | np.bool_ | dict | set):
         raise fail(name, what, value)
     # Refuse oversized input before numpy copies it (a range(10**10) must not allocate).

@@ -32,6 +32,7 @@ import time
 import torch
 import torch.distributed as dist
 
+from scaleout import checks
 from scaleout import pipeline as P
 from scaleout.demos.common import BACKENDS, default_device, init_from_env
 
@@ -40,8 +41,8 @@ HAND_WRITTEN = ("naive", "gpipe", "1f1b")
 
 def build_blocks(n_blocks: int, width: int, seed: int = 0, dtype=torch.float64):
     """The model: ``n_blocks`` of Linear(width, width) + tanh, identical on every rank."""
-    if n_blocks < 1 or width < 1:
-        raise ValueError(f"need n_blocks >= 1 and width >= 1, got {n_blocks}, {width}")
+    checks.integer("n_blocks", n_blocks, 1, 1 << 12)
+    checks.integer("width", width, 1, 1 << 14)
     gen = torch.Generator().manual_seed(seed)
     blocks = []
     for _ in range(n_blocks):
@@ -213,8 +214,7 @@ def check_pipeline(rank, world_size, name="1f1b", m=8, v=None, width=16, batch=N
     p = world_size
     v = (2 if name == "interleaved" else 1) if v is None else v
     batch = 2 * m if batch is None else batch
-    if batch < m:
-        raise ValueError(f"batch must be >= m = {m} (one sample per micro-batch), got {batch}")
+    checks.integer("batch", batch, m, 1 << 20)  # at least one sample per micro-batch
     blocks = build_blocks(p * v, width, seed)
     x, y = make_batch(batch, width, seed + 1)
     stage = Stage(rank, p, m, v, blocks, x, y)
@@ -251,6 +251,7 @@ def main(argv: list[str] | None = None) -> int:
     if args.microbatches < 1 or args.width < 1:
         parser.error("--microbatches and --width must be >= 1")
     rank, p = init_from_env(args.backend, args.timeout_s)
+    device = default_device()  # collectives take tensors on the backend's device (nccl: CUDA)
     names = P.SCHEDULES if args.schedule == "all" else (args.schedule,)
     if args.microbatches % p:  # interleaved needs p | m
         names = tuple(n for n in names if n != "interleaved")
@@ -263,7 +264,7 @@ def main(argv: list[str] | None = None) -> int:
                 err = max(res["grad_err"], res["output_err"])
             except AssertionError:
                 ok, err = False, float("inf")
-            summary = torch.tensor([0.0 if ok else 1.0, err], dtype=torch.float64)
+            summary = torch.tensor([0.0 if ok else 1.0, err], dtype=torch.float64, device=device)
             dist.all_reduce(summary, op=dist.ReduceOp.MAX)
             bad, err = bool(summary[0] > 0), float(summary[1])
             failures += bad or err == float("inf")

@@ -17,8 +17,9 @@ from collections.abc import Mapping, Sequence
 import numpy as np
 import plotly.graph_objects as go
 
+from .. import checks
 from .. import pipeline as P
-from .animate import animation
+from .animate import MAX_FRAMES, animation
 from .theme import NEUTRAL, new_figure, rank_color
 
 # Light to dark shades per phase; shade k is model chunk k (interleaved schedules).
@@ -34,14 +35,52 @@ _TOP_LEGEND = dict(
     orientation="h", x=1.0, xanchor="right", y=1.0, yanchor="bottom", traceorder="normal"
 )
 TIME_TITLE = "time (units of t_f, one micro-batch's forward on one stage)"
+MAX_SCHEDULES = 8  # timelines one figure shows (stacked or grouped): more is unreadable
+MAX_POINTS = 1000  # points one curve of a figure may have
+
+
+def _title(name, value, default=""):
+    return default if value is None else checks.instance(name, value, str, "a string")
+
+
+def _timelines(name, scheds, cls=P.Timeline):
+    """``scheds`` as a list of 1..MAX_SCHEDULES timelines."""
+    if isinstance(scheds, Mapping):
+        items = list(scheds.items())
+        if not 1 <= len(items) <= MAX_SCHEDULES:
+            raise checks.fail(name, f"a mapping of 1..{MAX_SCHEDULES} label -> schedule", scheds)
+        for label, s in items:
+            checks.text(f"a label of {name}", label)
+            checks.instance(f"{name}[{label!r}]", s, cls, f"a {cls.__name__}")
+        return items
+    if not isinstance(scheds, list | tuple) or not 1 <= len(scheds) <= MAX_SCHEDULES:
+        raise checks.fail(name, f"a list of 1..{MAX_SCHEDULES} schedules", scheds)
+    for s in scheds:
+        checks.instance(f"an element of {name}", s, cls, f"a {cls.__name__}")
+    return list(scheds)
+
+
+def _simulation_budget(runs):
+    """Refuse a figure that would simulate more than ``pipeline.MAX_OPERATIONS`` operations
+    in all (``runs``: (name, p, m, v) of each simulation it needs)."""
+    total = sum((3 if name == "zb-h1" else 2) * p * v * m for name, p, m, v in runs)
+    if total > P.MAX_OPERATIONS:
+        raise ValueError(
+            f"the figure's simulations must hold at most {P.MAX_OPERATIONS} operations in all, "
+            f"got {total}: draw fewer or smaller pipelines"
+        )
 
 
 def gantt_traces(tl, color_by="phase", xaxis="x", yaxis="y", legend=True, scale=1.0):
     """Bar traces of a :class:`~scaleout.pipeline.Timeline`, y = stage number: the idle
-    intervals (bubbles) in light grey, then one trace per phase. ``scale`` multiplies
-    times (e.g. 1e3 for seconds -> ms)."""
-    if color_by not in ("phase", "stage"):
-        raise ValueError(f"color_by must be 'phase' or 'stage', got {color_by!r}")
+    intervals (bubbles) in light grey, then one trace per phase and chunk. ``scale``
+    multiplies times (e.g. 1e3 for seconds -> ms). Hover text is a template over the bars'
+    own data (no per-bar strings), which keeps figures light."""
+    tl = checks.instance("tl", tl, P.Timeline, "a Timeline")
+    color_by = checks.choice("color_by", color_by, ("phase", "stage"))
+    xaxis, yaxis = _axis("xaxis", xaxis, "x"), _axis("yaxis", yaxis, "y")
+    legend = checks.boolean("legend", legend)
+    scale = checks.positive("scale", scale, 1e12)
     common = dict(orientation="h", xaxis=xaxis, yaxis=yaxis, width=0.8, showlegend=legend)
     ist, i0, i1 = P.idle_intervals(tl)
     traces = [
@@ -51,8 +90,8 @@ def gantt_traces(tl, color_by="phase", xaxis="x", yaxis="y", legend=True, scale=
         )
     ]  # fmt: skip
     for ph in P.PHASES:
-        for c in range(tl.v if color_by == "phase" else 1):
-            sel = np.flatnonzero((tl.phase == ph) & ((tl.chunk == c) | (color_by == "stage")))
+        for c in range(tl.v):
+            sel = np.flatnonzero((tl.phase == ph) & (tl.chunk == c))
             if len(sel):
                 traces.append(_phase_bars(tl, sel, ph, c, color_by, scale, common))
         if color_by == "stage" and np.any(tl.phase == ph) and legend:  # a grey legend swatch
@@ -66,28 +105,32 @@ def gantt_traces(tl, color_by="phase", xaxis="x", yaxis="y", legend=True, scale=
     return traces
 
 
+def _axis(name, value, letter):
+    value = checks.text(name, value, 8)
+    if not (value[0] == letter and (value[1:] == "" or value[1:].isdigit())):
+        raise checks.fail(name, f"a plotly axis id such as '{letter}' or '{letter}2'", value)
+    return value
+
+
 def _phase_bars(tl, sel, ph, c, color_by, scale, common):
-    """One bar trace: the operations ``sel`` (all of phase ``ph``; chunk ``c``)."""
-    st, mb, ch = tl.stage[sel], tl.microbatch[sel], tl.chunk[sel]
+    """One bar trace: the operations ``sel`` (all of phase ``ph``, chunk ``c``)."""
+    st, mb = tl.stage[sel], tl.microbatch[sel]
     a, b = tl.start[sel] * scale, tl.end[sel] * scale
     name = PHASE_NAMES[ph]
+    chunk = f", chunk {c}" if tl.v > 1 else ""
     if color_by == "phase":
         colors, ink = PHASE_COLORS[ph][min(c, 3)], "#222222" if c == 0 else "white"
         pattern = dict(shape="")
         name += f" (chunk {c})" if c else ""
     else:
         colors = [rank_color(int(r)) for r in st]
-        light = ph != "F" or int(st[0]) % 8 == 6  # hatched, or yellow: dark ink
-        ink = ["#222222" if light or int(r) % 8 == 6 else "white" for r in st]
+        ink = ["#222222" if ph != "F" or int(r) % 8 == 6 else "white" for r in st]
         pattern = dict(shape=_PATTERN[ph], fgcolor="white", solidity=0.5)
         common = dict(common, showlegend=False)
-    chunk = [f", chunk {k}" if tl.v > 1 else "" for k in ch]
-    hover = [
-        f"stage {r}: {ph} of micro-batch {j}{k}<br>{t0:.4g} to {t1:.4g}"
-        for r, j, k, t0, t1 in zip(st, mb, chunk, a, b, strict=True)
-    ]
+    hover = (f"stage %{{y}}: {ph} of micro-batch %{{text}}{chunk}<br>from %{{base:.4g}}, "
+             "lasts %{x:.4g}<extra></extra>")  # fmt: skip
     return go.Bar(
-        y=st, base=a, x=b - a, name=name, hovertext=hover, hoverinfo="text",
+        y=st, base=a, x=b - a, name=name, hovertemplate=hover,
         legendgroup=name, marker=dict(color=colors, line=dict(color="white", width=0.5),
                                       pattern=pattern),
         text=[str(j) for j in mb], textposition="inside", insidetextanchor="middle",
@@ -104,6 +147,9 @@ def _stage_axis(p: int, **kw) -> dict:
 
 def gantt(tl, title="", color_by="phase", time_title=TIME_TITLE, scale=1.0, height=None):
     """A Gantt chart of one timeline: stages down (stage 0 on top), time across."""
+    tl = checks.instance("tl", tl, P.Timeline, "a Timeline")
+    title, time_title = _title("title", title), _title("time_title", time_title)
+    height = checks.optional_integer("height", height, 100, 4000)
     fig = new_figure(
         title_text=title, barmode="overlay", height=height or 190 + 30 * tl.p,
         xaxis_title_text=time_title, yaxis=_stage_axis(tl.p, title_text="pipeline stage (GPU)"),
@@ -119,19 +165,28 @@ def _nice_step(x: float) -> float:
     return float(min(c * k for c in (1, 2, 2.5, 5, 10) if c * k >= x - 1e-12))
 
 
-def _describe(s) -> str:
-    label = {"naive": "naive", "gpipe": "GPipe", "1f1b": "1F1B", "zb-h1": "ZB-H1"}
-    name = label.get(s.name, f"interleaved, v = {s.v}")
+LABELS = {"naive": "naive", "gpipe": "GPipe", "1f1b": "1F1B", "zb-h1": "ZB-H1"}
+
+
+def _describe(s, label=None) -> str:
+    name = label or LABELS.get(s.name, f"interleaved, v = {s.v}")
     return f"{name}: {s.makespan:.4g} time units, bubble {P.bubble_fraction(s):.3g}"
 
 
-def schedules_animation(scheds: Sequence, frames=40, color_by="phase", title=""):
+def schedules_animation(scheds: Sequence, frames=40, color_by="phase", title="", labels=None):
     """Schedules stacked on one time axis, with a slider over time: the part of each
     timeline after the slider's time is veiled, so the reader watches the pipeline fill,
-    run and drain. ``scheds`` are :class:`~scaleout.pipeline.Schedule` objects."""
-    scheds = list(scheds)
-    if not scheds:
-        raise ValueError("scheds must hold at least one schedule")
+    run and drain. ``scheds`` are :class:`~scaleout.pipeline.Schedule` objects; ``labels``
+    (one string per schedule) replace the schedules' names in the notes above each."""
+    scheds = _timelines("scheds", scheds, P.Schedule)
+    frames = checks.integer("frames", frames, 2, MAX_FRAMES)
+    color_by = checks.choice("color_by", color_by, ("phase", "stage"))
+    title = _title("title", title)
+    if labels is not None:
+        if not isinstance(labels, list | tuple) or len(labels) != len(scheds):
+            raise checks.fail("labels", f"None or {len(scheds)} strings, one per schedule", labels)
+        labels = [checks.text("a label", lab) for lab in labels]
+    labels = labels or [None] * len(scheds)
     t_end = max(s.makespan for s in scheds)
     step = _nice_step(t_end / (frames - 1))
     times = np.round(np.arange(0, t_end + step, step), 6)
@@ -152,9 +207,9 @@ def schedules_animation(scheds: Sequence, frames=40, color_by="phase", title="")
         axes.append((f"x{suffix}", f"y{suffix}", dom))
     layout[f"xaxis{'' if len(scheds) == 1 else len(scheds)}"]["title_text"] = TIME_TITLE
     notes = [
-        dict(text=_describe(s), x=0, xref="paper", xanchor="left", y=dom[1], yref="paper",
-             yanchor="bottom", showarrow=False, font=dict(size=13))
-        for s, (_, _, dom) in zip(scheds, axes, strict=True)
+        dict(text=_describe(s, lab), x=0, xref="paper", xanchor="left", y=dom[1],
+             yref="paper", yanchor="bottom", showarrow=False, font=dict(size=13))
+        for s, lab, (_, _, dom) in zip(scheds, labels, axes, strict=True)
     ]  # fmt: skip
 
     def veil(t, xa, ya, p):
@@ -192,23 +247,30 @@ def schedules_animation(scheds: Sequence, frames=40, color_by="phase", title="")
     return fig
 
 
-def bubble_vs_m(p: int, ms: Sequence[int], vs=(2, 4)):
+def bubble_vs_m(p, ms, vs=(2, 4)):
     """Simulated bubble fraction against m for each schedule (markers) on top of the
     published closed forms (lines), plus GPipe's bubble-over-total-time definition."""
+    p = checks.integer("p", p, 1, P.MAX_STAGES)
+    ms = checks.array("ms", ms, ndim=1, integer=True, low=1, high=P.MAX_MICROBATCHES,
+                      max_size=64)  # fmt: skip
+    vs = checks.array("vs", vs, ndim=1, integer=True, low=2, high=P.MAX_CHUNKS, max_size=3)
+    rows = [("1f1b", 1, "GPipe and 1F1B: (p-1)/m", "solid")]
+    rows += [("interleaved", int(v), f"interleaved, v = {v}: (p-1)/(vm)", "dash") for v in vs]
+    rows += [("zb-h1", 1, "ZB-H1: (p-1)/(3m)", "dot")]
+    points = [
+        (name, v, ms[ms % p == 0] if name == "interleaved" else ms[ms >= (p if name == "zb-h1"
+                                                                          else 1)])
+        for name, v, _, _ in rows
+    ]  # fmt: skip
+    _simulation_budget([(name, p, int(m), v) for name, v, xs in points for m in xs])
     fig = new_figure(
         title_text=f"Bubble against micro-batches, p = {p}",
         xaxis=dict(type="log", title_text="micro-batches per step m", dtick=np.log10(2)),
         yaxis=dict(type="log", title_text="bubble fraction (idle / ideal time)"),
         height=620, legend=dict(x=0.0, y=-0.18, yanchor="top"), margin=dict(b=200),
     )  # fmt: skip
-    ms = np.asarray(ms)
-    rows = [("1f1b", 1, "GPipe and 1F1B: (p-1)/m", "solid")]
-    rows += [("interleaved", v, f"interleaved, v = {v}: (p-1)/(vm)", "dash") for v in vs]
-    rows += [("zb-h1", 1, "ZB-H1: (p-1)/(3m)", "dot")]
-    colors = ["#4292C6", "#F16913", "#A63603", "#41AB5D"]
-    for (name, v, label, dash), color in zip(rows, colors, strict=False):
-        ok = ms % p == 0 if name == "interleaved" else ms >= (p if name == "zb-h1" else 1)
-        xs = ms[ok]
+    colors = ["#4292C6", "#F16913", "#A63603", "#7F2704", "#41AB5D"]
+    for (name, v, label, dash), (_, _, xs), color in zip(rows, points, colors, strict=False):
         closed = [P.bubble_closed_form(name, p, int(m), v) for m in xs]
         sim = [P.bubble_fraction(P.schedule(name, p, int(m), v)) for m in xs]
         fig.add_scatter(x=xs, y=closed, mode="lines", name=label, line=dict(color=color, dash=dash))
@@ -225,9 +287,13 @@ def bubble_vs_m(p: int, ms: Sequence[int], vs=(2, 4)):
     return fig
 
 
-def in_flight_bars(scheds: Mapping[str, object]):
-    """Peak micro-batches of activations each stage holds, per schedule (grouped bars)."""
-    first = next(iter(scheds.values()))
+def in_flight_bars(scheds):
+    """Peak micro-batches of activations each stage holds, per schedule (grouped bars);
+    ``scheds`` maps a label to a :class:`~scaleout.pipeline.Schedule` (same p and m)."""
+    items = _timelines("scheds", scheds, P.Schedule)
+    first = items[0][1]
+    if any((s.p, s.m) != (first.p, first.m) for _, s in items):
+        raise checks.fail("scheds", "schedules of the same p and m", [(s.p, s.m) for _, s in items])
     fig = new_figure(
         title_text=f"Peak activations held, p = {first.p}, m = {first.m}",
         barmode="group", xaxis_title_text="pipeline stage (GPU)", height=460,
@@ -235,41 +301,53 @@ def in_flight_bars(scheds: Mapping[str, object]):
         legend=dict(_TOP_LEGEND, y=1.02),
     )  # fmt: skip
     colors = ["#4292C6", "#F16913", "#A63603", "#41AB5D", "#777777"]
-    for (label, s), color in zip(scheds.items(), colors, strict=False):
-        fig.add_bar(x=list(range(s.p)), y=P.peak_in_flight(s), name=label, marker_color=color)
+    for k, (label, s) in enumerate(items):
+        fig.add_bar(x=list(range(s.p)), y=P.peak_in_flight(s), name=label,
+                    marker_color=colors[k % len(colors)])  # fmt: skip
     fig.update_xaxes(tickmode="linear", dtick=1)
     return fig
 
 
-def in_flight_over_time(scheds: Mapping[str, object], stage: int = 0):
+def in_flight_over_time(scheds, stage=0):
     """Micro-batches in flight on one stage over time, per schedule (step lines)."""
+    items = _timelines("scheds", scheds)
+    stage = checks.integer("stage", stage, 0, min(s.p for _, s in items) - 1)
     fig = new_figure(
         title_text=f"Activations held by stage {stage} over one step",
         xaxis_title_text=TIME_TITLE, yaxis_title_text="in flight (micro-batches)", height=420,
         legend=dict(_TOP_LEGEND, y=1.02), margin=dict(t=90),
     )  # fmt: skip
     colors = ["#4292C6", "#F16913", "#A63603", "#41AB5D"]
-    for (label, s), color in zip(scheds.items(), colors, strict=False):
+    for k, (label, s) in enumerate(items):
         t, n = P.in_flight_timeline(s, stage)
-        t, n = np.concatenate([[0.0], t, [s.makespan]]), np.concatenate([[0.0], n, [n[-1]]])
-        fig.add_scatter(x=t, y=n, mode="lines", line_shape="hv", name=label, line_color=color)
+        last = n[-1] if len(n) else 0.0
+        t, n = np.concatenate([[0.0], t, [s.makespan]]), np.concatenate([[0.0], n, [last]])
+        fig.add_scatter(x=t, y=n, mode="lines", line_shape="hv", name=label,
+                        line_color=colors[k % len(colors)])  # fmt: skip
     return fig
 
 
 def microbatch_tradeoff(batch, ps, bs, t_f_sample=1.0, t_b_sample=2.0, b_half=4.0):
     """1F1B step time against micro-batch size b for a fixed batch (m = batch / b), one
     curve per pipeline depth p, with the model's optimum sqrt(batch b_half / (p - 1))."""
+    batch = checks.integer("batch", batch, 1, 1 << 30)
+    ps = checks.array("ps", ps, ndim=1, integer=True, low=1, high=P.MAX_STAGES, max_size=8)
+    bs = checks.array("bs", bs, ndim=1, integer=True, low=1, high=batch, max_size=64)
+    if np.any(batch % bs):
+        raise checks.fail("bs", f"divisors of batch = {batch}", bs.tolist())
+    _simulation_budget([("1f1b", int(p), batch // int(b), 1) for p in ps for b in bs])
     fig = new_figure(
         title_text=f"1F1B step time against micro-batch size, B = {batch}",
         xaxis=dict(type="log", title_text="micro-batch size b (samples)", dtick=np.log10(2)),
         yaxis=dict(title_text="step time (units of t_f per sample at full efficiency)"),
         height=460, legend=dict(x=0.0, y=1.0),
     )  # fmt: skip
-    for k, p in enumerate(ps):
-        y = [P.step_time("1f1b", p, batch, b, t_f_sample, t_b_sample, b_half) for b in bs]
+    for k, p in enumerate(ps.tolist()):
+        y = [P.step_time("1f1b", p, batch, b, t_f_sample, t_b_sample, b_half) for b in bs.tolist()]
         fig.add_scatter(x=bs, y=y, mode="lines+markers", name=f"p = {p}", line_color=rank_color(k))
-        best = P.best_microbatch_size(batch, p, b_half)
-        fig.add_vline(x=best, line=dict(color=rank_color(k), dash="dot", width=1))
+        if p > 1:
+            best = P.best_microbatch_size(batch, p, b_half)
+            fig.add_vline(x=best, line=dict(color=rank_color(k), dash="dot", width=1))
     fig.add_scatter(
         x=[None], y=[None], mode="lines", line=dict(color="#555555", dash="dot", width=1),
         name="optimum b* = sqrt(batch b_half / (p-1))",
@@ -277,45 +355,62 @@ def microbatch_tradeoff(batch, ps, bs, t_f_sample=1.0, t_b_sample=2.0, b_half=4.
     return fig
 
 
-def memory_figure(params, bytes_per_param: Mapping[str, float], gpus: Mapping[str, float]):
+def _budgets(name, mapping, low=0.0, high=None):
+    if not isinstance(mapping, Mapping) or not 1 <= len(mapping) <= MAX_SCHEDULES:
+        raise checks.fail(name, f"a mapping of 1..{MAX_SCHEDULES} label -> number", mapping)
+    return {checks.text(f"a label of {name}", k): checks.real(f"{name}[{k!r}]", v, low, high,
+                                                              low_open=True)
+            for k, v in mapping.items()}  # fmt: skip
+
+
+def memory_figure(params, bytes_per_param, gpus):
     """Model states (GB) against parameter count for several bytes-per-parameter budgets,
     with horizontal lines at GPU memory sizes."""
-    params = np.asarray(params, dtype=float)
+    params = checks.array("params", params, ndim=1, low=0, low_open=True, max_size=MAX_POINTS)
+    bytes_per_param = _budgets("bytes_per_param", bytes_per_param, high=1e3)
+    gpus = _budgets("gpus", gpus, high=1e6)
     fig = new_figure(
         title_text="Model states against one GPU's memory (dashed)",
         xaxis=dict(type="log", title_text="parameters"),
         yaxis=dict(type="log", title_text="memory (GB, 1e9 bytes)"),
         height=480, legend=dict(x=0.0, y=1.0, yanchor="top"),
     )  # fmt: skip
+    colors = ["#4292C6", "#F16913", "#A63603", "#7F2704", "#41AB5D"]
     for k, (label, bpp) in enumerate(bytes_per_param.items()):
         gb = P.model_state_bytes(params, bpp) / 1e9
         fig.add_scatter(
             x=params, y=gb, mode="lines", name=f"{label}: {bpp:g} B/param",
-            line=dict(color=["#4292C6", "#F16913", "#A63603"][k % 3], width=2.5),
+            line=dict(color=colors[k % len(colors)], width=2.5),
             hovertemplate="%{x:.3s} params: %{y:.4g} GB<extra></extra>",
         )  # fmt: skip
     same: dict[float, list[str]] = {}  # one line per memory size, e.g. "A100 / H100"
     for label, gb in gpus.items():
         same.setdefault(float(gb), []).append(label.replace(f" {gb:g}GB", ""))
-    gpus = {f"{' / '.join(names)} {gb:g} GB": gb for gb, names in same.items()}
-    for label, gb in gpus.items():  # traces, not hlines: annotations misplace on log axes
+    lines = {f"{' / '.join(names)} {gb:g} GB": gb for gb, names in same.items()}
+    for label, gb in lines.items():  # traces, not hlines: annotations misplace on log axes
         fig.add_scatter(
-            x=[params[0], params[-1]], y=[gb, gb], mode="lines+text", text=["", label],
+            x=[params.min(), params.max()], y=[gb, gb], mode="lines+text", text=["", label],
             textposition="top left", line=dict(color=NEUTRAL, dash="dash", width=1.5),
             showlegend=False, hovertemplate=f"{label}: {gb:g} GB<extra></extra>",
         )  # fmt: skip
     return fig
 
 
-def memory_per_gpu(params, bytes_per_param=16, gpu_gb=80.0, max_gpus=64):
+def memory_per_gpu(params, bytes_per_param=16, gpu_gb=80.0, max_gpus=64, gpu_name=None):
     """Model states per GPU when the model is cut evenly across 1..max_gpus GPUs, against
-    one GPU's memory; the fewest GPUs that fit is marked."""
+    one GPU's memory (``gpu_name``: its name, for the title); the fewest GPUs that fit is
+    marked."""
+    params = checks.positive("params", params, 1e16)
+    gpu_name = _title("gpu_name", gpu_name, "")
+    bytes_per_param = checks.positive("bytes_per_param", bytes_per_param, 1e3)
+    gpu_gb = checks.positive("gpu_gb", gpu_gb, 1e6)
+    max_gpus = checks.integer("max_gpus", max_gpus, 1, MAX_POINTS)
     n = np.arange(1, max_gpus + 1)
     per = P.model_state_bytes(params, bytes_per_param) / n / 1e9
     need = P.min_gpus(params, bytes_per_param, gpu_gb)
     fig = new_figure(
-        title_text=f"{params / 1e9:g}B params x {bytes_per_param:g} B: {need} GPUs "
-        f"of {gpu_gb:g} GB",
+        title_text=f"{params / 1e9:g}B params x {bytes_per_param:g} B: {need} "
+        f"{gpu_name or 'GPUs'}{' GPUs' if gpu_name else ''} of {gpu_gb:g} GB",
         xaxis=dict(title_text="GPUs the model states are cut across"),
         yaxis=dict(type="log", title_text="model states per GPU (GB)"), height=420,
         legend=dict(x=1.0, xanchor="right", y=1.0),
@@ -332,10 +427,42 @@ def memory_per_gpu(params, bytes_per_param=16, gpu_gb=80.0, max_gpus=64):
     return fig
 
 
+def states_breakdown(breakdowns, title=""):
+    """Bytes per parameter of each accounting of the model states (one horizontal bar per
+    accounting, one segment per state), e.g. ``{"ZeRO paper": {"fp16 parameters": 2, ...}}``;
+    the data comes from :func:`scaleout.memory.states_per_param`."""
+    if not isinstance(breakdowns, Mapping) or not 1 <= len(breakdowns) <= MAX_SCHEDULES:
+        raise checks.fail("breakdowns", f"a mapping of 1..{MAX_SCHEDULES} accounting -> "
+                          "{state: bytes per parameter}", breakdowns)  # fmt: skip
+    rows = {checks.text("an accounting", k): _budgets(f"breakdowns[{k!r}]", v, high=1e3)
+            for k, v in breakdowns.items()}  # fmt: skip
+    title = _title("title", title)
+    fig = new_figure(
+        title_text=title, barmode="stack", height=170 + 60 * len(rows),
+        xaxis_title_text="bytes per parameter", yaxis=dict(autorange="reversed"),
+        legend=dict(orientation="h", x=0.0, y=-0.3, yanchor="top"), margin=dict(l=190, b=140),
+    )  # fmt: skip
+    states = list(dict.fromkeys(s for parts in rows.values() for s in parts))
+    palette = ["#4292C6", "#9ECAE1", "#F16913", "#FDAE6B", "#A63603", "#41AB5D", "#A1D99B"]
+    for k, state in enumerate(states):
+        have = [(acc, parts[state]) for acc, parts in rows.items() if state in parts]
+        fig.add_bar(
+            y=[a for a, _ in have], x=[b for _, b in have], orientation="h", name=state,
+            marker_color=palette[k % len(palette)], text=[f"{b:g}" for _, b in have],
+            textposition="inside", hovertemplate=f"{state}: %{{x:g}} B<extra>%{{y}}</extra>",
+        )  # fmt: skip
+    for acc, parts in rows.items():
+        fig.add_annotation(x=sum(parts.values()), y=acc, text=f"<b>{sum(parts.values()):g} B</b>",
+                           showarrow=False, xanchor="left", xshift=6)  # fmt: skip
+    return fig
+
+
 def cuts_figure(n_layers=4, p=4):
     """The two ways to cut a model over p GPUs: whole layers per GPU (pipeline, left) or a
     slice of every layer per GPU (tensor, right). Squares are weight blocks coloured by
     the GPU that holds them."""
+    n_layers = checks.integer("n_layers", n_layers, 1, 16)
+    p = checks.integer("p", p, 1, 16)
     owners = P.layer_owners(n_layers, p)
     fig = new_figure(
         title_text=f"{n_layers} layers on {p} GPUs; colour: the GPU holding a block",

@@ -1,0 +1,20 @@
+from fuzz import call
+
+from scaleout import nccl
+
+BASELINES = {
+    "Measurement": call(
+        "x",
+        nccl.topology("dgx-a100"),
+        "allreduce",
+        2.0**30,
+        None,
+        "busbw",
+        200.0,
+        None,
+        "https://example.org",
+        "2.27.7",
+    ),
+    "rows": call(),
+    "spearman": call([1.0, 2.0, 3.0], [1.0, 3.0, 2.0]),
+}

@@ -1,0 +1,280 @@
+"""scaleout.nccl: NCCL v2.27.7-1's cost model against its source, its own printed numbers,
+published measurements and the properties any such model must have."""
+
+from __future__ import annotations
+
+import os
+import re
+import subprocess
+from pathlib import Path
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from scaleout import costmodel, nccl
+from scaleout.demos.nccl import main as demo_main
+from scaleout.nccl import constants as C
+from scaleout.nccl import p2p, published, search, shm, tuning, wire
+
+NCCL_SRC = Path(os.environ.get("NCCL_SOURCE", "/work/.mirror/NVIDIA+nccl/repo"))
+GIB = 2**30
+
+
+# --- the constants are the release's ------------------------------------------------------
+
+
+def _release_lines(source: C.Source) -> str:
+    out = subprocess.run(["git", "-C", str(NCCL_SRC), "show", f"{C.RELEASE}:{source.file}"],
+                         capture_output=True, text=True, check=True).stdout  # fmt: skip
+    return "\n".join(out.splitlines()[source.first - 1 : source.last])
+
+
+def _numbers_in(text: str) -> set[float]:
+    """Every number written in ``text``, and every product or quotient of two of them
+    (``2*141.0``, ``5.0/6.0``)."""
+    num = r"(?<![\w.])(\d+\.?\d*|\.\d+)f?(?![\w.])"
+    found = {float(x) for x in re.findall(num, text)}
+    for a, op, b in re.findall(rf"{num}\s*([*/])\s*{num}", text):
+        found.add(float(a) * float(b) if op == "*" else float(a) / float(b))
+    return found
+
+
+@pytest.mark.skipif(not (NCCL_SRC / "HEAD").exists() and not (NCCL_SRC / ".git").exists(),
+                    reason="no NVIDIA/nccl checkout (set NCCL_SOURCE to one)")  # fmt: skip
+@pytest.mark.parametrize("name", list(C.CONSTANTS))
+def test_every_constant_is_written_at_its_cited_lines(name):
+    const = C.CONSTANTS[name]
+    written = _numbers_in(_release_lines(const.source))
+    for x in const.numbers():
+        assert any(np.isclose(x, w, rtol=1e-9, atol=0) for w in written) or x == 0, (
+            f"{name} = {x} is not written at {const.source.label} of {C.RELEASE}"
+        )
+
+
+def test_tuning_table_entries_follow_from_the_cited_constants():
+    """DGX A100 and DGX H100 (one node): entries recomputed by hand from the constants."""
+    base, hw = C.value("base_latency_us"), C.value("hw_latency_us")
+    a100 = nccl.tune("allreduce", "dgx-a100")
+    # Ring/Simple: baseLat + 2(p-1) NVLink steps; 12 channels x 20 GB/s x p / 2(p-1)
+    assert a100.entry("ring", "simple") == pytest.approx(
+        (base[1, 2] + 14 * hw[0, 1, 2], 12 * 20.0 * 8 / 14)
+    )
+    # Ring/LL: half the bus bandwidth, capped by llMaxBws[Ampere][1 node] = 87.7
+    assert a100.entry("ring", "ll")[1] == pytest.approx(min(87.7, 0.5 * 240) * 8 / 14)
+    # Tree/Simple on one node: 0.92 x 240 (under 12 x 24.0), halved to algorithm bandwidth
+    assert a100.entry("tree", "simple") == pytest.approx(
+        (base[0, 2] + 2 * 7 * hw[0, 0, 2], 0.5 * min(0.92 * 240, 12 * 24.0))
+    )
+    h100 = nccl.tune("allreduce", "dgx-h100")
+    # NVLS: 8 heads at 40 GB/s ((8 + 1) x 40 <= 18 x 20.6), x 5/6; latency hwLat NVLS = 25
+    assert h100.entry("nvls", "simple") == pytest.approx((25.0, 8 * 40 * 5 / 6))
+    assert h100.entry("ring", "simple")[1] == pytest.approx(12 * 30 * 8 / 14)
+    text = nccl.tuning_text("dgx-a100")
+    assert "    AllReduce |    15.2/  29.1 |    31.5/  85.9 |    64.4/ 110.4 |" in text
+    assert text.count("Algorithm") == 3 and "Max NThreads" in text
+
+
+def test_the_replica_reproduces_times_nccl_printed_for_itself():
+    ref = published.NCCL_PRINTED
+    sizes = np.array([s for s, _ in ref["points"]], dtype=float)
+    p = nccl.predict(ref["collective"], sizes, ref["topo"])
+    assert list(p.algorithm) == [ref["algorithm"]] * 4 and list(p.protocol) == ["ll"] * 4
+    np.testing.assert_allclose(p.seconds * 1e6, [t for _, t in ref["points"]], rtol=2e-7)
+
+
+# --- the search -------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "name,nodes,ring,tree_pattern",
+    [("dgx-a100", 1, (12, 20.0, 20.0), "balanced_tree"),
+     ("dgx-a100", 4, (8, 24.0, 24.0), "balanced_tree"),
+     ("dgx-h100", 1, (12, 30.0, 30.0), "balanced_tree"),
+     ("dgx-h100", 4, (8, 48.0, 48.0), "tree"),
+     ("hgx-h100-4nic", 5, (8, 24.0, 24.0), "tree"),
+     ("pcie", 1, (2, 12.0, 12.0), "balanced_tree")],
+)  # fmt: skip
+def test_search_finds_the_channels_nccl_logs(name, nodes, ring, tree_pattern):
+    comm = tuning.build_comm(nccl.topology(name, nodes=nodes))
+    g = comm.graphs[C.RING]
+    assert (g.channels, g.bw_intra, g.bw_inter) == ring
+    assert comm.graphs[C.TREE].pattern == tree_pattern
+    assert comm.nchannels == 2 * ring[0]  # connect.cc:452 doubles them
+
+
+def test_link_bandwidths_are_nccls():
+    a100, h100 = nccl.PRESETS["dgx-a100"], nccl.PRESETS["dgx-h100"]
+    assert (a100.nvlink_bw, a100.pcie_bw, a100.nic_bw) == (240.0, 24.0, 25.0)
+    assert (round(h100.nvlink_bw, 6), h100.pcie_bw, h100.nic_bw) == (370.8, 48.0, 50.0)
+    assert search.max_bw(nccl.topology("dgx-h100", nodes=2)) == 48.0
+
+
+# --- choices NCCL is known to make ---------------------------------------------------------
+
+
+def test_nvls_from_five_gpus_and_ring_at_four():
+    for g, algo in ((4, "ring"), (5, "nvls"), (6, "nvls"), (7, "nvls"), (8, "nvls")):
+        assert (
+            nccl.predict("allreduce", 8 * GIB, nccl.PRESETS["dgx-h100"].group(g, 1)).algorithm
+            == algo
+        )
+
+
+def test_ring_ll_up_to_1_mib_then_nvls_on_one_h100_node():
+    p = nccl.predict("allreduce", [2**20, 2**21], "dgx-h100")
+    assert list(p.algorithm) == ["ring", "nvls"] and list(p.protocol) == ["ll", "simple"]
+
+
+def test_two_nodes_prefer_a_tree_and_many_nodes_a_ring_at_large_sizes():
+    assert (
+        nccl.predict("allreduce", GIB, nccl.topology("dgx-h100", nodes=2)).algorithm == "nvls_tree"
+    )
+    assert (
+        nccl.predict("allreduce", 16 * GIB, nccl.topology("dgx-h100", nodes=8)).algorithm == "ring"
+    )
+
+
+def test_pat_only_with_one_gpu_per_node():
+    one = nccl.topology("dgx-h100", nodes=16, gpus_per_node=1, nics_per_node=1, nvls=False)
+    assert nccl.predict("allgather", 4096, one).algorithm == "pat"
+    with pytest.raises(ValueError, match="no algorithm"):
+        nccl.predict("allgather", 4096, "dgx-h100", algorithm="pat")
+
+
+def test_published_choices_are_reproduced():
+    rows = [r for r in published.rows() if r["chosen"]]
+    assert len(rows) >= 8 and all(r["algorithm"] == r["chosen"] for r in rows)
+
+
+def test_the_one_nic_flat_ring_overstates_cross_server_time():
+    """The regression behind issue 15: a ring at one NIC's speed against NCCL's model."""
+    topo = nccl.topology("dgx-h100", nodes=8)
+    model = nccl.predict("allreduce", GIB, topo, algorithm="ring").seconds
+    flat = costmodel.collective_time("allreduce", "ring", GIB, 64, 0.0, 1 / 50e9)
+    assert 6 < flat / model < 9
+
+
+# --- properties --------------------------------------------------------------------------
+
+PRESET = st.sampled_from(sorted(nccl.PRESETS))
+SIZE = st.floats(1.0, 2.0**40)
+
+
+def _topo(name, nodes):
+    t = nccl.PRESETS[name]
+    return t.with_(nodes=nodes, nics_per_node=max(t.nics_per_node, 1))
+
+
+@settings(max_examples=60, deadline=None)
+@given(PRESET, st.integers(1, 64), st.sampled_from(nccl.COLLECTIVES), SIZE, SIZE)
+def test_time_grows_with_size_and_stays_finite(name, nodes, coll, a, b):
+    t = _topo(name, nodes)
+    small, big = sorted((a, b))
+    p = nccl.predict(coll, [small, big], t)
+    assert np.all(np.isfinite(p.seconds)) and np.all(p.seconds > 0)
+    assert p.seconds[0] <= p.seconds[1] * (1 + 1e-12)
+    assert np.all(np.isfinite(p.busbw_gb_per_s)) and np.all(p.busbw_gb_per_s >= 0)
+
+
+@settings(max_examples=40, deadline=None)
+@given(PRESET, st.integers(1, 64), st.sampled_from(["ring", "tree"]))
+def test_ll_wins_tiny_messages_and_simple_huge_ones(name, nodes, algo):
+    """Huge: 1 TiB. (At 720 GPUs the ring's 1,438 steps make LL128's lower latency worth
+    more than Simple's 8 % more bandwidth even at 16 GiB: NCCL's model says so too.)"""
+    t = _topo(name, nodes)
+    p = nccl.predict("allreduce", [8.0, 1024.0 * GIB], t, algorithm=algo)
+    assert list(p.protocol) == ["ll", "simple"]
+
+
+@settings(max_examples=40, deadline=None)
+@given(PRESET, st.integers(1, 63), st.sampled_from(nccl.COLLECTIVES), SIZE)
+def test_more_nodes_are_never_faster_per_byte_for_a_ring(name, nodes, coll, size):
+    t = _topo(name, nodes)
+    now = nccl.predict(coll, size, t, algorithm="ring").seconds
+    more = nccl.predict(coll, size, t.with_(nodes=nodes + 1), algorithm="ring").seconds
+    assert more >= now * (1 - 1e-12)
+
+
+@settings(max_examples=30, deadline=None)
+@given(PRESET, st.integers(1, 32), SIZE)
+def test_alltoall_is_finite_and_bounded_by_the_rails(name, nodes, size):
+    t = _topo(name, nodes)
+    p = nccl.predict("alltoall", size, t)
+    assert np.isfinite(p.seconds) and p.seconds > 0
+    if nodes > 1:  # inter-node bytes cannot beat the GPU's share of its rails
+        per_gpu = p2p.network_gb_per_s(t)
+        assert p.busbw_gb_per_s <= per_gpu * (t.ranks - 1) / (t.ranks - t.gpus_per_node) + 1e-9
+
+
+# --- topologies, groups, errors ------------------------------------------------------------
+
+
+def test_topology_overrides_and_groups():
+    t = nccl.topology("dgx-a100", nodes=3, nics_per_node=4, nic_gbps=200)
+    assert (t.nodes, t.nics_per_node, t.nic_bw, t.ranks) == (3, 4, 25.0, 24)
+    g = nccl.PRESETS["hgx-h100-4nic"].with_(nodes=8).group(2, 4)
+    assert (g.gpus_per_node, g.nodes, g.nics_per_node) == (2, 4, 1)
+    s = nccl.collective_seconds("allreduce", [1e6, 1e9], 8, 4, "dgx-h100")
+    assert s.shape == (2,) and np.all(np.diff(s) > 0)
+
+
+@pytest.mark.parametrize(
+    "call",
+    [lambda: nccl.topology("dgx-z100"), lambda: nccl.topology("dgx-a100", nodes=0),
+     lambda: nccl.topology("dgx-a100", nics_per_node=3),
+     lambda: nccl.topology("dgx-a100", nvls=True),
+     lambda: nccl.topology("pcie", nodes=2, nics_per_node=0),
+     lambda: nccl.topology("dgx-a100", colour="red"),
+     lambda: nccl.predict("allreduce", -1, "dgx-a100"),
+     lambda: nccl.predict("allreduce", float("nan"), "dgx-a100"),
+     lambda: nccl.predict("alltoall", 8, "dgx-a100", algorithm="ring"),
+     lambda: nccl.predict("allreduce", 8, "dgx-a100", algorithm="nvls"),
+     lambda: nccl.predict("allreduce", 8, "dgx-a100", protocol=["ll", "fast"]),
+     lambda: nccl.tune("alltoall", "dgx-a100"),
+     lambda: nccl.collective_seconds("allreduce", 8, 16, 1, "dgx-a100")],
+)  # fmt: skip
+def test_bad_input_is_a_clear_value_error(call):
+    with pytest.raises(ValueError, match="must|no algorithm"):
+        call()
+
+
+# --- the protocols on CPU processes ---------------------------------------------------------
+
+
+@pytest.mark.parametrize("protocol", ["ll", "simple"])
+@pytest.mark.parametrize("nbytes", [4, 4096, 2**20])
+def test_shared_memory_protocols_deliver_intact_data_without_torn_reads(protocol, nbytes):
+    r = shm.pingpong(protocol, nbytes, iters=20, timeout=60)
+    assert r.intact and r.torn == 0 and r.seconds > 0
+
+
+def test_protocol_pictures():
+    assert [wire.efficiency(p) for p in ("LL", "LL128", "Simple")] == [0.5, 120 / 128, 1.0]
+    for p in ("LL", "LL128", "Simple"):
+        frames = wire.protocol_frames(p, 512)
+        assert 3 <= len(frames) <= 24 and np.all(frames[-1].cells != wire.DATA)
+    chans = wire.ring_paths(8, 8)
+    assert sorted(c.entry_nic for c in chans) == sorted(c.exit_nic for c in chans) == list(range(8))
+    assert all(sorted(c.order) == list(range(8)) for c in chans)
+
+
+def test_validation_rows_cover_six_setups_and_rank_them():
+    rows = published.rows()
+    setups = {(r["ranks"], r["label"].split(",")[0]) for r in rows}
+    assert len(setups) >= 6
+    busbw = [r for r in rows if r["kind"] == "busbw"]
+    assert published.spearman([r["measured"] for r in busbw], [r["predicted"] for r in busbw]) > 0.7
+
+
+def test_demo_rejects_bad_arguments_before_starting():
+    with pytest.raises(SystemExit) as info:
+        demo_main(["--min-bytes", "0"])
+    assert info.value.code == 2
+
+
+def test_nccl_demo_under_torchrun(torchrun):
+    out = torchrun("scaleout.demos.nccl", "--max-bytes", "16384", nproc=2)
+    lines = re.findall(r"^allreduce world_size=2 bytes=(\d+) .* ok$", out, re.M)
+    assert lines == ["1024", "4096", "16384"], out
