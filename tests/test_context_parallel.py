@@ -11,13 +11,12 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from scaleout import context_parallel as CP
-from scaleout import costmodel as M
-from scaleout import hardware as H
 from scaleout import memory as mem
-from scaleout import viz
+from scaleout import nccl, viz
 from scaleout.context_parallel import published as P
 from scaleout.demos import context_parallel as demo
 from scaleout.dist import run
+from scaleout.nccl import p2p
 from scaleout.viz import context_parallel as V
 
 SETTINGS = settings(max_examples=40, deadline=None)
@@ -257,19 +256,26 @@ def test_ring_overlap_hides_the_transfer_until_the_block_is_too_small():
     assert slow.exposed / slow.compute > 0.5  # 1K tokens per rank over the NIC: exposed
     assert fast.exposed / fast.compute < 0.01  # 64K tokens per rank: hidden
     n = CP.overlap_threshold_tokens("llama3-8b", "dgx-h100", tp=8, cross_node=True)
-    m, nic = CP.model("llama3-8b"), H.link("nic-400g")
+    m = CP.model("llama3-8b")
     compute = 0.5 * 4 * m.head_dim * (m.heads / 8) * n * n / CP.ATTENTION_FLOPS_PER_S
-    transfer = nic.alpha_s + 2 * n * 1 * m.head_dim * 2 * nic.beta_s_per_byte
-    assert compute == pytest.approx(transfer)
+    transfer = CP.transfer_seconds("p2p", 2 * n * 1 * m.head_dim * 2, 2, "dgx-h100", stride=8)
+    assert compute == pytest.approx(transfer, rel=1e-6)
 
 
 def test_overlap_threshold_is_liu_et_al_block_size_for_mha_without_mask():
-    """Liu et al.: block size >= F / B for 2-byte MHA without the causal mask (alpha aside)."""
+    """Liu et al.: block size >= F / bandwidth for 2-byte MHA without the causal mask; the
+    NCCL model's latency adds a little."""
     mha = CP.AttentionShape("mha", 32, 32, 128, 4096, 16384, 32)
-    nv = H.link("nvlink3-a100")
     n = CP.overlap_threshold_tokens(mha, "dgx-a100", causal=False, flops_per_s=312e12)
-    f_over_b = 312e12 / (nv.gb_per_s * 1e9)
-    assert f_over_b <= n < f_over_b * 1.02  # the alpha of one message adds a little
+    topo = nccl.topology("dgx-a100")
+    bw = p2p.nvlink_gb_per_s(topo) * 1e9  # bytes/s one GPU sends to a peer
+    f_over_b = 312e12 / bw
+    big = 1e8  # above the LL threshold: Simple, latency + bytes / bandwidth
+    latency = float(p2p.sendrecv_us(topo.group(2, 1), big, True)) * 1e-6 - big / bw
+    a, b = 4 * 128 * 32 / 312e12, 2 * 32 * 128 * 2 / bw  # seconds per n^2, per n
+    root = (b + math.sqrt(b * b + 4 * a * latency)) / (2 * a)
+    assert f_over_b == pytest.approx(b / a)  # without latency: exactly F / bandwidth
+    assert n == pytest.approx(root, rel=1e-6) and n > f_over_b
 
 
 def test_activation_memory_with_and_without_cp():
@@ -288,19 +294,19 @@ def test_activation_memory_with_and_without_cp():
 # ------------------------------------------------------------------ the network stand-in
 
 
-def test_transfers_follow_the_link_presets():
-    nv, nic = H.link("nvlink4-h100"), H.link("nic-400g")
-    assert CP.transfer_seconds("p2p", 1e8, 8, "dgx-h100") == nv.alpha_s + 1e8 * nv.beta_s_per_byte
-    assert CP.transfer_seconds("p2p", 1e8, 2, "dgx-h100", stride=8) == pytest.approx(
-        nic.alpha_s + 1e8 * nic.beta_s_per_byte
-    )
-    inside = CP.transfer_seconds("alltoall", 1e8, 8, "dgx-h100")
-    assert inside == pytest.approx(
-        M.collective_time("alltoall", "pairwise", 1e8, 8, nv.alpha_s, nv.beta_s_per_byte)
-    )
-    across = CP.transfer_seconds("alltoall", 1e8, 16, "dgx-h100")
-    assert across == pytest.approx(15 * nic.alpha_s + 1e8 / 2 * nic.beta_s_per_byte)
+def test_transfers_are_the_nccl_models():
+    h100 = nccl.topology("dgx-h100", nodes=2)
+    inside = CP.transfer_seconds("p2p", 1e8, 8, "dgx-h100")
+    assert inside == pytest.approx(p2p.sendrecv_us(h100.group(8, 1), 1e8, True) * 1e-6)
+    across = CP.transfer_seconds("p2p", 1e8, 2, "dgx-h100", stride=8)  # one rank per server
+    assert across == pytest.approx(p2p.sendrecv_us(h100.group(1, 2), 1e8, False) * 1e-6)
+    assert across > 5 * inside  # a NIC against NVLink
+    a2a = CP.transfer_seconds("alltoall", 1e8, 16, "dgx-h100")
+    assert a2a == pytest.approx(nccl.collective_seconds("alltoall", 1e8, 8, 2, "dgx-h100"))
+    ag = CP.transfer_seconds("allgather", 1e8, 16, "dgx-h100", stride=8)
+    assert ag == pytest.approx(nccl.collective_seconds("allgather", 1e8, 1, 16, "dgx-h100"))
     assert CP.ranks_per_node(16, "dgx-h100", 2) == 4
+    assert CP.ranks_per_node(16, "gb200-nvl72", 8) == 8  # 9 GPUs of stride 8: 8 divide 16
     assert CP.transfer_seconds("allgather", 0.0, 8) == 0.0 == CP.transfer_seconds("p2p", 1e6, 1)
     assert CP.network("gb200-nvl72").gpus_per_node == 72
 

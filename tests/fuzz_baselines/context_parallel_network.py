@@ -1,7 +1,6 @@
 from fuzz import call
 
 BASELINES = {
-    "Network": call("test", 8, "nvlink4-h100", "nic-400g", "a test machine"),
     "network": call("dgx-h100"),
     "ranks_per_node": call(16, "dgx-h100", stride=2),
     "transfer_seconds": call("alltoall", 1e8, 16, "dgx-h100", stride=1),

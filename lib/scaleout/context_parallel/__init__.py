@@ -11,8 +11,8 @@ builds on this package. Arrays have shape ``(heads, sequence, head_dim)``.
   to heads and back) and all-gather context parallelism (Llama 3's).
 * :mod:`~scaleout.context_parallel.costs`: bytes and time per layer of each scheme with
   overlap, and activation memory per rank.
-* :mod:`~scaleout.context_parallel.network`: the network pricing they use (a stand-in for
-  the NCCL model of chapter 10, in one place).
+* :mod:`~scaleout.context_parallel.network`: the network pricing they use, chapter 10's
+  NCCL model, in one place.
 """
 
 from .attention import (
@@ -41,7 +41,7 @@ from .costs import (
     overlap_threshold_tokens,
     traffic_bytes,
 )
-from .network import NETWORKS, TRANSFERS, Network, network, ranks_per_node, transfer_seconds
+from .network import NETWORKS, TRANSFERS, network, ranks_per_node, transfer_seconds
 from .ring import (
     LAYOUTS,
     MAX_CP,
@@ -69,7 +69,6 @@ __all__ = [
     "TRANSFERS",
     "AttentionShape",
     "AttentionTime",
-    "Network",
     "Partial",
     "activation_bytes_per_rank",
     "allgather_attention",

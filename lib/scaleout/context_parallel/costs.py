@@ -26,7 +26,7 @@ Compute: 4 d FLOPs per visible query-key pair and head forward (QK^T and PV, Fla
 Dao 2023, Sec. 4.1), 2.5 times that backward (five matrix products instead of two, same
 source), at ``flops_per_s`` (default :data:`~scaleout.context_parallel.ATTENTION_FLOPS_PER_S`). The
 pairs per step come from :func:`~scaleout.context_parallel.ring_work`. Transfers are priced by
-:func:`~scaleout.context_parallel.transfer_seconds` (the stand-in for the NCCL model).
+:func:`~scaleout.context_parallel.transfer_seconds` (chapter 10's NCCL model).
 Not modelled: kernel launch and merge costs, the lower efficiency of the small blocks a
 balanced layout cuts, contention between the transfer and the kernel for memory bandwidth.
 
@@ -38,7 +38,6 @@ Limits: ``seq`` at most :data:`~scaleout.context_parallel.MAX_SEQ`, ``cp`` at mo
 
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass
 
 import numpy as np
@@ -275,23 +274,37 @@ def overlap_threshold_tokens(m="llama3-8b", net="dgx-h100", tp=1, cross_node=Fal
                              dtype_bytes=2, causal=True,
                              flops_per_s=ATTENTION_FLOPS_PER_S) -> float:  # fmt: skip
     """Fewest tokens per rank n = s/cp at which a ring step's K/V transfer hides behind its
-    block: alpha + 2 n g d B beta <= k n^2 d a 4 / F (k = 1/2 for a balanced causal step,
-    1 without the mask), the positive root of that quadratic. For multi-head attention
-    without the mask and 2-byte values it is Liu et al.'s condition, block size >= F / B
-    (FLOPs over bytes per second; Liu, Zaharia & Abbeel 2023, Sec. 3)."""
+    block: transfer(2 n g d B bytes) <= k n^2 d a 4 / F (k = 1/2 for a balanced causal step,
+    1 without the mask), with the transfer priced by
+    :func:`~scaleout.context_parallel.transfer_seconds` (``"p2p"``, inside a server or, with
+    ``cross_node``, between two) and solved by bisection. For multi-head attention without
+    the mask and 2-byte values it is Liu et al.'s condition, block size >= F / bandwidth
+    (FLOPs over bytes per second; Liu, Zaharia & Abbeel 2023, Sec. 3), plus the latency."""
     m, heads, kv, _, _ = _shape(m, tp, 1, "ring", 1)
     net = network(net)
     cross = checks.boolean("cross_node", cross_node)
     batch = checks.integer("batch", batch, 1, MAX_BATCH)
     dtype_bytes = checks.integer("dtype_bytes", dtype_bytes, 1, 8)
     rate = checks.real("flops_per_s", flops_per_s, *FLOPS_RANGE)
-    from .. import hardware as H
-
-    link = H.link(net.inter if cross else net.intra)
     share = 0.5 if checks.boolean("causal", causal) else 1.0
-    a = share * 4.0 * m.head_dim * heads * batch / rate  # seconds per n^2
-    b = 2.0 * kv * m.head_dim * batch * dtype_bytes * link.beta_s_per_byte  # seconds per n
-    return float((b + math.sqrt(b * b + 4 * a * link.alpha_s)) / (2 * a))
+    per_n2 = share * 4.0 * m.head_dim * heads * batch / rate  # seconds of compute per n^2
+    per_token = 2.0 * kv * m.head_dim * batch * dtype_bytes  # K/V bytes per token
+    stride = net.gpus_per_node if cross else 1
+    if not cross and net.gpus_per_node < 2:
+        raise checks.fail("cross_node", "True on a machine with one GPU per server", cross)
+
+    def hidden(n):
+        return per_n2 * n * n >= transfer_seconds("p2p", per_token * n, 2, net, stride)
+
+    low, high = 0.0, float(MAX_SEQ)
+    if not hidden(high):
+        raise checks.fail("flops_per_s", "a rate at which some block below MAX_SEQ hides", rate)
+    for _ in range(200):  # the transfer is affine in n (piecewise): one crossing
+        mid = (low + high) / 2
+        low, high = (low, mid) if hidden(mid) else (mid, high)
+        if high - low <= 1e-9 * high:
+            break
+    return high
 
 
 def activation_bytes_per_rank(seq, cp, m="llama3-8b", batch=1, tp=1, flash_attention=True):
