@@ -308,7 +308,7 @@ def test_transfers_are_the_nccl_models():
     assert CP.ranks_per_node(16, "dgx-h100", 2) == 4
     assert CP.ranks_per_node(16, "gb200-nvl72", 8) == 8  # 9 GPUs of stride 8: 8 divide 16
     assert CP.transfer_seconds("allgather", 0.0, 8) == 0.0 == CP.transfer_seconds("p2p", 1e6, 1)
-    assert CP.network("gb200-nvl72").gpus_per_node == 72
+    assert CP.cluster("gb200-nvl72").gpus_per_node == 72
 
 
 # ------------------------------------------------------------------ published rows

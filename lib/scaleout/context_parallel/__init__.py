@@ -41,7 +41,7 @@ from .costs import (
     overlap_threshold_tokens,
     traffic_bytes,
 )
-from .network import NETWORKS, TRANSFERS, network, ranks_per_node, transfer_seconds
+from .network import NETWORKS, TRANSFERS, cluster, ranks_per_node, transfer_seconds
 from .ring import (
     LAYOUTS,
     MAX_CP,
@@ -80,11 +80,11 @@ __all__ = [
     "blockwise_attention",
     "causal_mask",
     "chunks_per_rank",
+    "cluster",
     "heads_to_sequence",
     "layer_gemm_flops",
     "merge",
     "model",
-    "network",
     "overlap_threshold_tokens",
     "ranks_per_node",
     "ring_attention",

@@ -5,8 +5,8 @@ Taught in chapter 8 (``chapters/08_context_parallel.ipynb``). Units: bytes, seco
 tensor-parallel degree inside it (each rank has heads/tp query heads and max(1, kv_heads/tp)
 key/value heads), ``batch`` sequences per micro-batch, ``dtype_bytes`` per value (2: bf16).
 
-Schemes (:data:`~scaleout.context_parallel.SCHEMES`), forward and backward of one layer's attention
-core:
+Schemes (:data:`~scaleout.context_parallel.costs.SCHEMES`), forward and backward of one layer's
+attention core:
 
 * ``"ring"`` (Liu et al. 2023; Megatron-Core CP): cp - 1 K/V transfers forward, each
   overlapped with the block computed meanwhile; a step lasts max(compute, transfer). The
@@ -24,16 +24,17 @@ core:
 
 Compute: 4 d FLOPs per visible query-key pair and head forward (QK^T and PV, FlashAttention-2,
 Dao 2023, Sec. 4.1), 2.5 times that backward (five matrix products instead of two, same
-source), at ``flops_per_s`` (default :data:`~scaleout.context_parallel.ATTENTION_FLOPS_PER_S`). The
-pairs per step come from :func:`~scaleout.context_parallel.ring_work`. Transfers are priced by
-:func:`~scaleout.context_parallel.transfer_seconds` (chapter 10's NCCL model).
-Not modelled: kernel launch and merge costs, the lower efficiency of the small blocks a
-balanced layout cuts, contention between the transfer and the kernel for memory bandwidth.
+source), at ``flops_per_s`` (default
+:data:`~scaleout.context_parallel.costs.ATTENTION_FLOPS_PER_S`). The pairs per step come from
+:func:`~scaleout.context_parallel.ring_work`. Transfers are priced by
+:func:`~scaleout.context_parallel.transfer_seconds` (chapter 10's NCCL model). Not modelled: kernel
+launch and merge costs, the lower efficiency of the small blocks a balanced layout cuts, contention
+between the transfer and the kernel for memory bandwidth.
 
-Limits: ``seq`` at most :data:`~scaleout.context_parallel.MAX_SEQ`, ``cp`` at most
-:data:`~scaleout.context_parallel.MAX_CP`, ``batch`` at most
-:data:`~scaleout.context_parallel.MAX_BATCH`, ``flops_per_s`` in
-:data:`~scaleout.context_parallel.FLOPS_RANGE`.
+Limits: ``seq`` at most :data:`~scaleout.context_parallel.ring.MAX_SEQ`, ``cp`` at most
+:data:`~scaleout.context_parallel.ring.MAX_CP`, ``batch`` at most
+:data:`~scaleout.context_parallel.costs.MAX_BATCH`, ``flops_per_s`` in
+:data:`~scaleout.context_parallel.costs.FLOPS_RANGE`.
 """
 
 from __future__ import annotations
@@ -45,7 +46,7 @@ import numpy as np
 from .. import checks
 from .. import memory as mem
 from ..tensor_parallel import H100_SXM_BF16_DENSE_FLOPS
-from .network import network, transfer_seconds
+from .network import cluster, transfer_seconds
 from .ring import LAYOUTS, MAX_CP, MAX_SEQ, ring_work
 
 __all__ = [
@@ -118,7 +119,7 @@ MODELS: dict[str, AttentionShape] = {
 
 def model(name) -> AttentionShape:
     """An :class:`~scaleout.context_parallel.AttentionShape` given itself or by name (a key of
-    :data:`~scaleout.context_parallel.MODELS`)."""
+    :data:`~scaleout.context_parallel.costs.MODELS`)."""
     if isinstance(name, AttentionShape):
         return name
     return MODELS[checks.choice("model", name, tuple(MODELS))]
@@ -237,7 +238,7 @@ def attention_seconds(scheme, seq, cp, m="llama3-8b", net="dgx-h100", tp=1, batc
     scheme, seq, cp, batch, dtype_bytes, layout = _common(scheme, seq, cp, batch, dtype_bytes,
                                                           layout)  # fmt: skip
     m, heads, kv, u, r = _shape(m, tp, cp, scheme, ulysses)
-    net = network(net)
+    net = cluster(net)
     rate = checks.real("flops_per_s", flops_per_s, *FLOPS_RANGE)
     fwd_bytes, bwd_bytes = traffic_bytes(scheme, seq, cp, m, tp, batch, dtype_bytes, u)
     per_pair = 4.0 * m.head_dim * (heads / u) * batch / rate  # seconds per visible pair
@@ -281,7 +282,7 @@ def overlap_threshold_tokens(m="llama3-8b", net="dgx-h100", tp=1, cross_node=Fal
     the mask and 2-byte values it is Liu et al.'s condition, block size >= F / bandwidth
     (FLOPs over bytes per second; Liu, Zaharia & Abbeel 2023, Sec. 3), plus the latency."""
     m, heads, kv, _, _ = _shape(m, tp, 1, "ring", 1)
-    net = network(net)
+    net = cluster(net)
     cross = checks.boolean("cross_node", cross_node)
     batch = checks.integer("batch", batch, 1, MAX_BATCH)
     dtype_bytes = checks.integer("dtype_bytes", dtype_bytes, 1, 8)

@@ -1,14 +1,14 @@
 """What context parallelism's transfers cost on a cluster, priced with the NCCL model.
 
-Every time this package gives a transfer comes from :func:`transfer_seconds`, which asks
-chapter 10's model of NCCL (:mod:`scaleout.nccl`): :func:`scaleout.nccl.collective_seconds`
-for the all-to-all (its documented p2p model, :mod:`scaleout.nccl.p2p`: NVLink inside a
-server, each GPU's rail across, PXN) and for the all-gather and reduce-scatter (NCCL's own
-tuning model, the algorithm and protocol it would pick), and
-:func:`scaleout.nccl.p2p.sendrecv_us` for one send of a ring step.
+Every time this package gives a transfer comes from
+:func:`~scaleout.context_parallel.transfer_seconds`, which asks chapter 10's model of NCCL
+(:mod:`scaleout.nccl`): :func:`scaleout.nccl.model.collective_seconds` for the all-to-all (its
+documented p2p model, :mod:`scaleout.nccl.p2p`: NVLink inside a server, each GPU's rail across,
+PXN) and for the all-gather and reduce-scatter (NCCL's own tuning model, the algorithm and protocol
+it would pick), and :func:`scaleout.nccl.p2p.sendrecv_us` for one send of a ring step.
 
-The machine (:data:`~scaleout.context_parallel.NETWORKS`) is one of NCCL's presets
-(:func:`scaleout.nccl.topology`). A context-parallel group of ``cp`` ranks takes every
+The machine (:data:`~scaleout.context_parallel.network.NETWORKS`) is one of NCCL's presets
+(:func:`scaleout.nccl.topo.topology`). A context-parallel group of ``cp`` ranks takes every
 ``stride``-th GPU (``stride`` = the tensor-parallel size: Megatron-LM orders tensor
 parallelism innermost, then context parallelism, ``megatron/core/parallel_state.py``), so
 :func:`~scaleout.context_parallel.ranks_per_node` of its ranks share a server, the same
@@ -34,7 +34,7 @@ from ..nccl import p2p
 from ..nccl.topo import Topology
 from .ring import MAX_CP
 
-__all__ = ["NETWORKS", "TRANSFERS", "network", "ranks_per_node", "transfer_seconds"]
+__all__ = ["NETWORKS", "TRANSFERS", "cluster", "ranks_per_node", "transfer_seconds"]
 
 #: The transfers priced (module docstring).
 TRANSFERS = ("p2p", "alltoall", "allgather", "reducescatter")
@@ -48,12 +48,13 @@ NETWORKS: dict[str, Topology] = {
 }
 
 
-def network(name) -> Topology:
+def cluster(name) -> Topology:
     """An NCCL :class:`~scaleout.nccl.topo.Topology` given itself or by name: a key of
-    :data:`~scaleout.context_parallel.NETWORKS` or any preset of :func:`scaleout.nccl.topology`."""
+    :data:`~scaleout.context_parallel.network.NETWORKS` or any preset of
+    :func:`scaleout.nccl.topo.topology`."""
     if isinstance(name, Topology):
         return name
-    return nccl.topology(checks.choice("network", name, tuple(nccl.PRESETS)))
+    return nccl.topology(checks.choice("net", name, tuple(nccl.PRESETS)))
 
 
 def ranks_per_node(cp, net="dgx-h100", stride=1) -> int:
@@ -61,7 +62,7 @@ def ranks_per_node(cp, net="dgx-h100", stride=1) -> int:
     takes every ``stride``-th GPU: the largest divisor of cp that is at most
     gpus_per_node // stride (at least 1), so every server holds the same number."""
     cp = checks.integer("cp", cp, 1, MAX_CP)
-    net = network(net)
+    net = cluster(net)
     stride = checks.integer("stride", stride, 1, 1024)
     room = max(1, net.gpus_per_node // stride)
     return max(d for d in range(1, min(cp, room) + 1) if cp % d == 0)
@@ -69,12 +70,12 @@ def ranks_per_node(cp, net="dgx-h100", stride=1) -> int:
 
 def transfer_seconds(kind, nbytes, cp, net="dgx-h100", stride=1) -> float:
     """Seconds for one context-parallel transfer of ``kind``
-    (:data:`~scaleout.context_parallel.TRANSFERS`) among ``cp`` ranks on ``net``,
+    (:data:`~scaleout.context_parallel.network.TRANSFERS`) among ``cp`` ranks on ``net``,
     ``nbytes`` as the module docstring defines it for each kind, from the NCCL model.
     Zero when cp = 1 or nbytes = 0."""
     kind = checks.choice("kind", kind, TRANSFERS)
     n = checks.nonnegative("nbytes", nbytes, MAX_BYTES)
-    net = network(net)
+    net = cluster(net)
     local = ranks_per_node(cp, net, stride)
     cp = int(cp)
     if cp == 1 or n == 0:

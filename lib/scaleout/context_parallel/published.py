@@ -4,19 +4,17 @@ Read by chapter 8 (``chapters/08_context_parallel.ipynb``), which compares them 
 models of :mod:`~scaleout.context_parallel.ring` and :mod:`~scaleout.context_parallel.costs`.
 
 * :data:`~scaleout.context_parallel.published.RING_BENCHMARKS`: zhuzilin/ring-flash-attention,
-README "Performance Summary",
-  batch API (commit 8996282). Benchmark ``benchmark/benchmark_kvpacked_func.py``: the
-  attention of Llama 3.1 8B (32 query heads, 8 key/value heads, head dimension 128), 8,192
-  tokens per GPU (65,536 in all), batch 1, bf16, causal, 8 GPUs on NVLink. Its reference,
-  "theoretic flash_attn", is ``flash_attn`` on one GPU's 8,192 tokens: the ring does 8
-  times that work in all, so a perfectly balanced ring with hidden communication would run
-  at flash_attn's rate / 8. The README's ``ring_attn`` is the contiguous layout,
-  ``zigzag_ring`` the zig-zag one, ``stripe_attn`` the striped one.
-* :data:`~scaleout.context_parallel.published.LLAMA3_SETUPS`: Llama 3 405B pre-training (Dubey et
-al., arXiv 2407.21783,
-  Table 4; the same GPU, TP, CP, PP and TFLOPs figures appear in P. Balaji's SC'24 talk as
-  reproduced on glennklockwood.com, "Llama-3.1"). Sequence lengths and the CP scheme
-  (2 x CP chunks, rank i holding chunks i and 2 CP - 1 - i; K and V all-gathered) from the
+  README "Performance Summary", batch API (commit 8996282). Benchmark
+  ``benchmark/benchmark_kvpacked_func.py``: the attention of Llama 3.1 8B (32 query heads, 8
+  key/value heads, head dimension 128), 8,192 tokens per GPU (65,536 in all), batch 1, bf16,
+  causal, 8 GPUs on NVLink. Its reference, "theoretic flash_attn", is ``flash_attn`` on one GPU's
+  8,192 tokens: the ring does 8 times that work in all, so a perfectly balanced ring with hidden
+  communication would run at flash_attn's rate / 8. The README's ``ring_attn`` is the contiguous
+  layout, ``zigzag_ring`` the zig-zag one, ``stripe_attn`` the striped one.
+* :data:`~scaleout.context_parallel.published.LLAMA3_SETUPS`: Llama 3 405B pre-training (Dubey
+  et al., arXiv 2407.21783, Table 4; the same GPU, TP, CP, PP and TFLOPs figures appear in P.
+  Balaji's SC'24 talk as reproduced on glennklockwood.com, "Llama-3.1"). Sequence lengths and the
+  CP scheme (2 x CP chunks, rank i holding chunks i and 2 CP - 1 - i; K and V all-gathered) from the
   paper's Sec. 3.3.2; 400 Gb/s RoCE between the servers' 8 H100s (Sec. 3.3.1).
 """
 
@@ -104,7 +102,7 @@ class LlamaSetup:
 
     @property
     def dp(self) -> int:
-        """Data-parallel size: GPUs / (tp x cp x pp)."""
+        """The data-parallel size, GPUs / (tp x cp x pp)."""
         return self.gpus // (self.tp * self.cp * self.pp)
 
 

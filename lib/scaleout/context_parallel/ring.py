@@ -9,7 +9,7 @@ its queries and, at step t = 0 .. cp-1, holds the keys and values that started o
 the next from rank r - 1. After cp steps every query has seen every key.
 
 With a causal mask a query sees only earlier keys, so how the sequence is cut decides how
-much each rank works at each step (:data:`~scaleout.context_parallel.LAYOUTS`):
+much each rank works at each step (:data:`~scaleout.context_parallel.ring.LAYOUTS`):
 
 * ``"contiguous"``: rank r holds positions [r s/cp, (r+1) s/cp). A block from a later rank
   is entirely masked (no work) and one from an earlier rank entirely visible: after step 0,
@@ -26,9 +26,9 @@ much each rank works at each step (:data:`~scaleout.context_parallel.LAYOUTS`):
 the pairs its mask leaves visible. A kernel skips fully masked blocks, so time follows this
 count (to within its tile size).
 
-Limits: ``cp`` at most :data:`~scaleout.context_parallel.MAX_CP`;
+Limits: ``cp`` at most :data:`~scaleout.context_parallel.ring.MAX_CP`;
 :func:`~scaleout.context_parallel.ring_work` takes sequences up to
-:data:`~scaleout.context_parallel.MAX_SEQ` tokens;
+:data:`~scaleout.context_parallel.ring.MAX_SEQ` tokens;
 :func:`~scaleout.context_parallel.ring_attention` arrays as in
 :mod:`~scaleout.context_parallel.attention`.
 """

@@ -13,7 +13,7 @@ Taught in chapter 8 (``chapters/08_context_parallel.ipynb``). Arrays (heads, s, 
   attention for its own queries. Simple, supports any mask, but the all-gather is exposed
   and each rank briefly holds all of K and V.
 
-Limits: ``cp`` at most :data:`~scaleout.context_parallel.MAX_CP`; arrays as in
+Limits: ``cp`` at most :data:`~scaleout.context_parallel.ring.MAX_CP`; arrays as in
 :mod:`~scaleout.context_parallel.attention`.
 """
 
