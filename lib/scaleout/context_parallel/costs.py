@@ -74,8 +74,9 @@ SCHEMES = ("ring", "ulysses", "allgather", "hybrid")
 MAX_BATCH = 4096
 #: Backward FLOPs over forward FLOPs of attention (FlashAttention-2, Dao 2023, Sec. 4.1).
 BACKWARD_FACTOR = 2.5
-#: FlashAttention-3 on an H100 SXM: "up to 740 TFLOPs/s (75% utilization)" in 16-bit
-#: (Shah et al. 2024, arXiv 2407.08608, abstract): the best case, forward, long sequences.
+#: The attention kernel rate, FLOP/s. FlashAttention-3 reaches "up to 740 TFLOPs/s (75%
+#: utilization)" in 16-bit on an H100 SXM (Shah et al. 2024, arXiv 2407.08608, abstract), the
+#: best case (forward, long sequences).
 ATTENTION_FLOPS_PER_S = 740e12
 #: Range of FLOP rates accepted (1 GFLOP/s to 1 EFLOP/s per GPU).
 FLOPS_RANGE = (1e9, 1e18)
@@ -104,9 +105,9 @@ class AttentionShape:
             raise checks.fail("kv_heads", f"a divisor of heads ({self.heads})", self.kv_heads)
 
 
-#: Llama 3 8B, 70B and 405B (Dubey et al., "The Llama 3 Herd of Models", arXiv 2407.21783,
-#: Table 3: layers, model dimension, FFN dimension, attention heads, key/value heads; the
-#: head dimension is model dimension / heads = 128).
+#: Llama 3 8B, 70B and 405B, from Dubey et al., "The Llama 3 Herd of Models" (arXiv
+#: 2407.21783), Table 3 (layers, model dimension, FFN dimension, attention heads, key/value
+#: heads); the head dimension is the model dimension over the heads, 128.
 MODELS: dict[str, AttentionShape] = {
     m.name: m
     for m in (

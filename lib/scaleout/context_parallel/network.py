@@ -41,8 +41,8 @@ TRANSFERS = ("p2p", "alltoall", "allgather", "reducescatter")
 #: Largest transfer priced, in bytes (the NCCL model's limit, 2**50).
 MAX_BYTES = 2.0**50
 
-#: The machines this chapter prices: three of chapter 10's NCCL presets (one server each;
-#: a group adds servers as it needs them).
+#: The machines this chapter prices, three of chapter 10's NCCL presets (one server each; a
+#: group adds servers as it needs them).
 NETWORKS: dict[str, Topology] = {
     name: nccl.topology(name) for name in ("dgx-a100", "dgx-h100", "gb200-nvl72")
 }

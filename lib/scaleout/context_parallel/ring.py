@@ -55,7 +55,7 @@ __all__ = [
 LAYOUTS = ("contiguous", "zigzag", "striped")
 #: Most ranks in one context-parallel group.
 MAX_CP = 1024
-#: Longest sequence (tokens) the work and cost formulas take: 16M.
+#: Longest sequence the work and cost formulas take, in tokens (16M).
 MAX_SEQ = 2**24
 
 
