@@ -115,8 +115,9 @@ def ring_animation(seq: int = 16, cp: int = 4, layout: str = "zigzag", causal: b
         if step < cp:
             bars = work[:, step]
             idle = int(np.sum(bars == 0))
+            whose = "its own K/V" if step == 0 else f"the K/V of rank r - {step} (mod {cp})"
             titles.append(
-                f"{layout}, step {step}: rank r attends to the K/V of rank (r - {step}) mod {cp}; "
+                f"{layout}, step {step}: rank r attends to {whose}<br>"
                 f"busiest rank {int(bars.max())} pairs, {idle} of {cp} idle"
             )
             labels.append(f"step {step}")
@@ -125,8 +126,9 @@ def ring_animation(seq: int = 16, cp: int = 4, layout: str = "zigzag", causal: b
         else:
             totals = work.sum(axis=1)
             titles.append(
-                f"{layout}, all {cp} steps: {summary['critical']} pairs on the slowest path for "
-                f"{summary['ideal']:.0f} per rank, efficiency {summary['efficiency']:.0%}"
+                f"{layout}, all {cp} steps: {summary['critical']} pairs on the slowest path<br>"
+                f"for {summary['ideal']:.0f} per rank on average: efficiency "
+                f"{summary['efficiency']:.0%}"
             )
             labels.append("total")
             values, text = totals / cp, [str(int(t)) for t in totals]
@@ -156,7 +158,7 @@ def ring_animation(seq: int = 16, cp: int = 4, layout: str = "zigzag", causal: b
                    scaleanchor="x"),
         xaxis2=dict(domain=[0.68, 1.0], title="rank", anchor="y2"),
         yaxis2=dict(title="query-key pairs per head", range=[0, top], anchor="x2"),
-        margin=dict(l=60, r=20, t=70, b=50), showlegend=False,
+        margin=dict(l=60, r=20, t=90, b=50), showlegend=False,
     )  # fmt: skip
 
 
@@ -224,12 +226,13 @@ def scheme_figure(cps, series, yaxis_title: str, title: str, log_y: bool = True)
     checks.text("title", title, 300)
     log_y = checks.boolean("log_y", log_y)
     fig = new_figure(
-        height=460, title_text=title,
+        height=480, title_text=title,
         xaxis=dict(title="context-parallel degree cp (GPUs)", type="log", tickvals=x.tolist(),
                    ticktext=[str(v) for v in x.tolist()]),
-        yaxis=dict(title=yaxis_title, type="log" if log_y else "linear"),
+        yaxis=dict(title=yaxis_title, type="log" if log_y else "linear",
+                   **({} if log_y else {"rangemode": "tozero"})),
         legend=dict(orientation="h", y=-0.2, x=0),
-        margin=dict(l=70, r=20, t=50, b=110),
+        margin=dict(l=70, r=20, t=80, b=110),
     )  # fmt: skip
     for k, (label, y) in enumerate(curves.items()):
         fig.add_scatter(
@@ -255,8 +258,8 @@ def benchmark_figure(labels, measured, predicted, title: str = "") -> go.Figure:
         height=440, title_text=title or "Ring attention: measured and modelled efficiency",
         barmode="group", yaxis=dict(title="efficiency (ideal time / time)", tickformat=".0%",
                                     range=[0, 1.1]),
-        xaxis=dict(tickangle=-35), legend=dict(orientation="h", y=1.08, x=0),
-        margin=dict(l=70, r=20, t=70, b=130),
+        xaxis=dict(tickangle=-35, automargin=True), legend=dict(orientation="h", y=1.08, x=0),
+        margin=dict(l=110, r=20, t=80, b=150),
     )  # fmt: skip
     fig.add_bar(x=list(labels), y=m.tolist(), name="measured", marker_color=rank_color(0),
                 hovertemplate="%{x}: %{y:.1%}<extra>measured</extra>")  # fmt: skip
