@@ -207,6 +207,7 @@ def _run_main(rank, world_size, module_name, argv):
 
 DEMOS = {  # module: (argv, processes): small runs of each demo
     "collectives": (["--numel", "10"], 3),
+    "context_parallel": ([], 2),
     "data_parallel": (["--steps", "1", "--batch", "16", "--accumulation", "2"], 2),
     "pipeline": (["--microbatches", "4"], 2),
     "nccl": (["--min-bytes", "1024", "--max-bytes", "4096"], 2),

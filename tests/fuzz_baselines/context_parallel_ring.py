@@ -1,0 +1,15 @@
+import numpy as np
+from fuzz import call
+
+from scaleout.context_parallel import ring
+
+RNG = np.random.default_rng(0)
+Q, K, V = RNG.standard_normal((3, 2, 8, 4))  # (heads, s, head_dim)
+
+BASELINES = {
+    "chunks_per_rank": call("zigzag"),
+    "shard_positions": call(16, 4, "zigzag"),
+    "ring_work": call(4096, 8, "contiguous", causal=True),
+    "balance": call(ring.ring_work(64, 4, "contiguous")),
+    "ring_attention": call(Q, K, V, 2, causal=True, layout="zigzag"),
+}
