@@ -22,7 +22,8 @@ import notebook as N  # noqa: E402
 CHAPTERS = N.chapter_paths(ROOT)
 TOPICS = (
     "collectives data_parallel model_parallel tensor_parallel pipeline_parallel zero "
-    "double_binary_tree nvlink_topology rdma planner"
+    "double_binary_tree nvlink_topology rdma planner "
+    "nccl compute expert_parallel context_parallel"
 ).split()
 
 
