@@ -1,0 +1,5 @@
+"""Planning 3D parallelism (chapter 14): predict a plan's step, search the plans."""
+
+from .model import (GPT3, GPUS, LLAMA2_70B, LLAMA3_405B, ONE_T, Cluster, Model, a100_cluster,
+                    h100_cluster, model_from_table)
+from .step import OVERLAPS, PARTS, PRECISIONS, Plan, Prediction, check_plan, memory_bytes, predict

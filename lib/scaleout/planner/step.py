@@ -1,0 +1,230 @@
+"""One plan's step: its time, broken down, and its memory per GPU.
+
+:func:`predict` builds the step from the parts the book teaches, for a :class:`Plan`
+(t, p, d, micro-batch b, v chunks, ZeRO stage, recomputation, sequence parallelism, TP
+overlap, DP overlap, the memory accounting, FlashAttention):
+
+* per layer and micro-batch, compute (:mod:`scaleout.planner.compute_term`, multiplied
+  by the GPU generation's calibration ``k``) plus the exposed TP communication
+  (:func:`scaleout.planner.comm.tp_exposed`; full recomputation repeats the forward's);
+* a stage runs ``l/p`` layers; the last one also the output layer and the loss; each
+  micro-batch crosses ``v`` chunk boundaries each way (:func:`~scaleout.planner.comm.pp_seconds`);
+* the pipeline: ``m`` micro-batches of the slowest stage plus the bubble of
+  :func:`scaleout.pipeline.bubble_closed_form` (1F1B, or interleaved with ``v`` chunks:
+  ``(p-1)/(v m)``) of the mean stage;
+* then the exposed DP traffic (:func:`~scaleout.planner.comm.dp_exposed`; ZeRO-3's
+  all-gathers repeat per micro-batch, prefetched one layer ahead:
+  :func:`scaleout.memory.exposed_comm_seconds` over the layers) and the optimizer step.
+
+Memory (the first stage, which holds the most micro-batches, or the last, which holds the
+logits): :func:`scaleout.memory.model_state_bytes` with the run's accounting
+(``precision``: the ZeRO paper's 16 B/param ``"mixed"``, Megatron's 18 / 20 B/param
+``"megatron-bf16"`` / ``"megatron-fp16"``; ZeRO-1 with them is Megatron's distributed
+optimizer), ZeRO-3's peak with one prefetched layer (:func:`scaleout.memory.zero3_peak_bytes`),
+plus :func:`scaleout.memory.activation_bytes_per_layer` (Korthikanti et al. Table 2, with
+recomputation, SP and FlashAttention) for ``l/p`` layers of ``min(p, m)`` micro-batches
+in flight (1F1B, Narayanan et al. Sec. 2.2.1), times ``1 + (p-1)/(p v)`` interleaved
+(Korthikanti et al. Sec. 4.2.3); with full recomputation one layer's full activations on
+top (the layer being recomputed). Not counted: embeddings' activations, NCCL and
+allocator buffers, fragmentation (hence ``usable_fraction``).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from .. import checks
+from .. import memory as MEM
+from .. import pipeline as PP
+from . import comm as C
+from .compute_term import layer_times, logits_seconds, optimizer_seconds
+from .model import RECOMPUTE, Cluster, Model
+
+OVERLAPS = ("none", "megatron", "pipelined")
+PRECISIONS = ("mixed", "megatron-bf16", "megatron-fp16")
+GRAD_BYTES = {"mixed": 2, "megatron-bf16": 4, "megatron-fp16": 2}  # bytes reduced per param
+PARTS = ("compute", "bubble", "tp", "pp", "dp", "optimizer")
+MAX_V = 64
+
+
+@dataclass(frozen=True)
+class Plan:
+    """How a step is run: ``t`` tensor-parallel GPUs, ``p`` pipeline stages, ``d``
+    data-parallel replicas, micro-batch ``b``, ``v`` model chunks per GPU (interleaved
+    schedule when > 1), ZeRO stage ``zero`` (0-3), ``recompute`` (none / selective /
+    full), sequence parallelism ``sp``, TP ``overlap`` (none / megatron / pipelined),
+    bucketed DP overlap ``dp_overlap``, the memory accounting ``precision``, ``flash``
+    (FlashAttention), Megatron's ``scatter_gather`` between stages."""
+
+    t: int
+    p: int
+    d: int
+    b: int
+    v: int = 1
+    zero: int = 0
+    recompute: str = "full"
+    sp: bool = False
+    overlap: str = "none"
+    dp_overlap: bool = True
+    precision: str = "megatron-bf16"
+    flash: bool = True
+    scatter_gather: bool = True
+
+    def __post_init__(self):
+        for key, high in (("t", 1024), ("p", PP.MAX_STAGES), ("d", C.nccl.topo.MAX_RANKS),
+                          ("b", 4096), ("v", MAX_V)):  # fmt: skip
+            checks.integer(key, getattr(self, key), 1, high)
+        checks.choice("zero", self.zero, MEM.STAGES)
+        checks.choice("recompute", self.recompute, RECOMPUTE)
+        checks.choice("overlap", self.overlap, OVERLAPS)
+        checks.choice("precision", self.precision, PRECISIONS)
+        for key in ("sp", "dp_overlap", "flash", "scatter_gather"):
+            checks.boolean(key, getattr(self, key))
+        if self.overlap == "pipelined" and not self.sp:
+            raise checks.fail("overlap", "'none' or 'megatron' without sequence parallelism "
+                              "(TE's pipelined overlap needs sp=True)", self.overlap)  # fmt: skip
+        if self.sp and self.t == 1:
+            raise checks.fail("sp", "False when t = 1 (nothing to split)", self.sp)
+        if self.v > 1 and self.p == 1:
+            raise checks.fail("v", "1 when p = 1 (interleaving needs stages)", self.v)
+
+    @property
+    def gpus(self) -> int:
+        return self.t * self.p * self.d
+
+
+@dataclass(frozen=True)
+class Prediction:
+    """A plan's predicted step: ``step_s``, the breakdown along the critical path
+    (``parts``: compute, bubble, exposed tp / pp / dp, optimizer, seconds, adding up to
+    ``step_s``), the communication hidden by overlap (``hidden``), memory per GPU
+    (``memory_bytes``, ``fits``), ``m`` micro-batches, and throughputs."""
+
+    plan: Plan
+    m: int
+    step_s: float
+    parts: dict = field(default_factory=dict)
+    hidden: dict = field(default_factory=dict)
+    memory_bytes: float = 0.0
+    fits: bool = True
+    tokens_per_s_per_gpu: float = 0.0
+    model_flops_per_gpu: float = 0.0
+    mfu: float = 0.0
+
+    def __post_init__(self):
+        checks.instance("plan", self.plan, Plan)
+        checks.integer("m", self.m, 1)
+        checks.positive("step_s", self.step_s)
+        for name, part in (*self.parts.items(), *self.hidden.items()):
+            checks.nonnegative(f"part {name}", part)
+        checks.nonnegative("memory_bytes", self.memory_bytes)
+
+
+def check_plan(model: Model, cluster: Cluster, global_batch: int, plan: Plan) -> int:
+    """The number of micro-batches m, if ``plan`` is legal for this model and cluster
+    (t p d = GPUs; t divides heads, KV heads and FFN; p divides layers, v divides l/p; d b
+    divides the batch; interleaving needs p | m; SP needs t | s), else ValueError."""
+    checks.instance("model", model, Model)
+    checks.instance("cluster", cluster, Cluster)
+    checks.instance("plan", plan, Plan)
+    batch = checks.integer("global_batch", global_batch, 1, 2**24)
+    t, p, d, b, v = plan.t, plan.p, plan.d, plan.b, plan.v
+    if plan.gpus != cluster.gpus:
+        raise checks.fail("plan", f"t p d = {cluster.gpus} GPUs", (t, p, d))
+    for what, size in (("heads", model.heads), ("kv_heads", model.g), ("ffn", model.f)):
+        if size % t:
+            raise checks.fail("plan.t", f"a divisor of {what} = {size}", t)
+    if t > cluster.gpus_per_node and t % cluster.gpus_per_node:
+        raise checks.fail("plan.t", f"a multiple of {cluster.gpus_per_node} beyond one server", t)
+    if model.layers % (p * v):
+        raise checks.fail("plan.p * plan.v", f"a divisor of layers = {model.layers}", p * v)
+    if batch % (d * b):
+        raise checks.fail("plan.d * plan.b", f"a divisor of global_batch = {batch}", d * b)
+    m = batch // (d * b)
+    if v > 1 and m % p:
+        raise checks.fail("plan", f"m = {m} micro-batches a multiple of p = {p} (interleaved)",
+                          (p, v))  # fmt: skip
+    if plan.sp and model.seq % t:
+        raise checks.fail("plan.t", f"a divisor of seq = {model.seq} (sequence parallelism)", t)
+    return m
+
+
+def stage_params(model: Model, p: int, t: int) -> float:
+    """Parameters on one GPU of the stage holding the most (the embedding's)."""
+    return (model.layers // p * model.layer_params + model.vocab * model.hidden
+            + (model.seq * model.hidden if model.positions else 0)) / t  # fmt: skip
+
+
+def memory_bytes(model: Model, plan: Plan, m: int) -> float:
+    """Memory per GPU of the most loaded stage (see the module docstring)."""
+    t, p, v = plan.t, plan.p, plan.v
+    layers = model.layers // p
+    params = stage_params(model, p, t)
+    if plan.zero == 3:
+        states = MEM.zero3_peak_bytes(params, layers, plan.d, prefetch=1, precision=plan.precision)
+    else:
+        states = MEM.model_state_bytes(params, plan.zero, plan.d, precision=plan.precision).total
+    per_layer = MEM.activation_bytes_per_layer(model.seq, plan.b, model.hidden, model.heads,
+                                               plan.recompute, t, plan.sp, plan.flash)  # fmt: skip
+    in_flight = min(p, m) * (1.0 + (p - 1) / (p * v) if v > 1 else 1.0)
+    act = per_layer * layers * in_flight
+    if plan.recompute == "full":
+        act += MEM.activation_bytes_per_layer(model.seq, plan.b, model.hidden, model.heads,
+                                              "none", t, plan.sp, plan.flash)  # fmt: skip
+    logits = 2 * 4.0 * plan.b * model.seq * model.vocab / t  # fp32 logits and their gradient
+    last = states + per_layer * layers + logits
+    return float(max(states + act, last))
+
+
+def predict(model: Model, cluster: Cluster, global_batch: int, plan: Plan, *,
+            calibration: float = 1.0, usable_fraction: float = 0.95) -> Prediction:  # fmt: skip
+    """The step of ``plan`` for ``model`` on ``cluster`` at ``global_batch`` sequences
+    (see the module docstring). ``calibration``: the multiplier on compute time of the
+    GPU generation (:func:`scaleout.planner.published.calibration`; 1 = the compute
+    model as it is); a plan fits if its memory is at most ``usable_fraction`` of the GPU."""
+    m = check_plan(model, cluster, global_batch, plan)
+    k = checks.real("calibration", calibration, 0.1, 10.0)
+    usable = checks.fraction("usable_fraction", usable_fraction, open_low=True)
+    t, p, d, b, v = plan.t, plan.p, plan.d, plan.b, plan.v
+    s, h = model.seq, model.hidden
+    layers = model.layers // p
+    lt = layer_times(model, cluster, b, t, plan.sp, plan.recompute, plan.flash)
+    col = tuple(k * x for x in lt.col)
+    row = tuple(k * x for x in lt.row)
+    sec = C.tp_seconds(cluster, b, s, h, t)
+    tp_f, tp_b, tot_f, tot_b = C.tp_exposed(sec, col, row, t, plan.sp, plan.overlap)
+    again = plan.recompute == "full"
+    tp_mb = layers * (tp_f * (2 if again else 1) + tp_b)
+    tp_hidden = layers * (tot_f * (2 if again else 1) + tot_b) - tp_mb
+    compute_mb = k * layers * (lt.forward + lt.backward + lt.recompute)
+    logits = k * logits_seconds(model, cluster, b, t)
+    pp_mb = 0.0
+    if p > 1:
+        pp_mb = 2 * v * C.pp_seconds(cluster, b, s, h, t, d, plan.sp, plan.scatter_gather)
+    stage = compute_mb + tp_mb + pp_mb
+    slowest, mean = stage + logits, stage + logits / p
+    name = "interleaved" if v > 1 else "1f1b"
+    bubble = PP.bubble_closed_form(name, p, m, v) * m * mean
+    # Data parallelism and the optimizer.
+    params = stage_params(model, p, t)
+    grads = params * GRAD_BYTES[plan.precision]
+    dp = C.dp_seconds(cluster, t, d, plan.zero, grads, params * C.DTYPE)
+    window = k * layers * (lt.backward + lt.recompute) + layers * tp_b
+    if plan.zero == 3:
+        per_mb = dp
+        dp_comm = m * per_mb
+        exposed = m * float(MEM.exposed_comm_seconds(per_mb, compute_mb, 2 * layers))
+    else:
+        dp_comm = dp
+        exposed = C.dp_exposed(dp, window, C.buckets(params, d), plan.dp_overlap)
+    opt = optimizer_seconds(params / (d if plan.zero >= 1 else 1), cluster)
+    parts = {"compute": m * (compute_mb + logits), "bubble": bubble, "tp": m * tp_mb,
+             "pp": m * pp_mb, "dp": exposed, "optimizer": opt}  # fmt: skip
+    step = checks.finite_result("step seconds", sum(parts.values()))
+    mem = memory_bytes(model, plan, m)
+    flops = model.flops(global_batch, "none") / cluster.gpus
+    return Prediction(
+        plan, m, step, parts, {"tp": m * tp_hidden, "dp": max(0.0, dp_comm - exposed)}, mem,
+        mem <= usable * cluster.memory_bytes,
+        global_batch * s / cluster.gpus / step, flops / step, flops / step / cluster.peak_flops,
+    )  # fmt: skip
