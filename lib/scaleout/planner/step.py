@@ -33,6 +33,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+import numpy as np
+
 from .. import checks
 from .. import memory as MEM
 from .. import pipeline as PP
@@ -157,23 +159,39 @@ def stage_params(model: Model, p: int, t: int) -> float:
 
 def memory_bytes(model: Model, plan: Plan, m: int) -> float:
     """Memory per GPU of the most loaded stage (see the module docstring)."""
-    t, p, v = plan.t, plan.p, plan.v
-    layers = model.layers // p
-    params = stage_params(model, p, t)
-    if plan.zero == 3:
-        states = MEM.zero3_peak_bytes(params, layers, plan.d, prefetch=1, precision=plan.precision)
-    else:
-        states = MEM.model_state_bytes(params, plan.zero, plan.d, precision=plan.precision).total
-    per_layer = MEM.activation_bytes_per_layer(model.seq, plan.b, model.hidden, model.heads,
-                                               plan.recompute, t, plan.sp, plan.flash)  # fmt: skip
-    in_flight = min(p, m) * (1.0 + (p - 1) / (p * v) if v > 1 else 1.0)
-    act = per_layer * layers * in_flight
-    if plan.recompute == "full":
-        act += MEM.activation_bytes_per_layer(model.seq, plan.b, model.hidden, model.heads,
-                                              "none", t, plan.sp, plan.flash)  # fmt: skip
-    logits = 2 * 4.0 * plan.b * model.seq * model.vocab / t  # fp32 logits and their gradient
-    last = states + per_layer * layers + logits
-    return float(max(states + act, last))
+    return float(memory_many(model, [plan], [m])[0])
+
+
+def memory_many(model: Model, plans, ms) -> np.ndarray:
+    """:func:`memory_bytes` of many plans at once (vectorised per accounting group)."""
+    out = np.zeros(len(plans))
+    groups = {}
+    for i, pl in enumerate(plans):
+        groups.setdefault((pl.zero, pl.precision, pl.recompute, pl.sp, pl.flash), []).append(i)
+    for (zero, precision, recompute, sp, flash), idx in groups.items():
+        col = {k: np.array([getattr(plans[i], k) for i in idx], dtype=np.float64)
+               for k in ("t", "p", "d", "b", "v")}  # fmt: skip
+        ints = {k: col[k].astype(np.int64) for k in col}
+        t, p, d, b, v = (col[k] for k in ("t", "p", "d", "b", "v"))
+        m = np.array([ms[i] for i in idx], dtype=np.float64)
+        layers = model.layers // p
+        params = (layers * model.layer_params + model.vocab * model.hidden
+                  + (model.seq * model.hidden if model.positions else 0)) / t  # fmt: skip
+        if zero == 3:
+            states = MEM.zero3_peak_bytes(params, ints["p"] * 0 + model.layers // ints["p"],
+                                          ints["d"], prefetch=1, precision=precision)
+        else:
+            states = MEM.model_state_bytes(params, zero, ints["d"], precision=precision).total
+        per_layer = MEM.activation_bytes_per_layer(model.seq, ints["b"], model.hidden,
+                                                   model.heads, recompute, ints["t"], sp, flash)
+        in_flight = np.minimum(p, m) * np.where(v > 1, 1.0 + (p - 1) / (p * v), 1.0)
+        act = per_layer * layers * in_flight
+        if recompute == "full":
+            act = act + MEM.activation_bytes_per_layer(model.seq, ints["b"], model.hidden,
+                                                       model.heads, "none", ints["t"], sp, flash)
+        logits = 2 * 4.0 * b * model.seq * model.vocab / t  # fp32 logits and their gradient
+        out[idx] = np.maximum(states + act, states + per_layer * layers + logits)
+    return out
 
 
 def predict(model: Model, cluster: Cluster, global_batch: int, plan: Plan, *,
