@@ -97,7 +97,7 @@ def candidates(model: Model, cluster: Cluster, global_batch: int, space: Space |
     heads = math.gcd(math.gcd(model.heads, model.g), model.f)
     plans = []
     for t in divisors(n):
-        if heads % t or (t > g and t % g) or (ts is not None and t not in ts):
+        if heads % t or (g % t and t % g) or (ts is not None and t not in ts):
             continue
         for p in divisors(n // t):
             if model.layers % p or (ps is not None and p not in ps):

@@ -136,10 +136,14 @@ def check_plan(model: Model, cluster: Cluster, global_batch: int, plan: Plan) ->
     for what, size in (("heads", model.heads), ("kv_heads", model.g), ("ffn", model.f)):
         if size % t:
             raise checks.fail("plan.t", f"a divisor of {what} = {size}", t)
-    if t > cluster.gpus_per_node and t % cluster.gpus_per_node:
-        raise checks.fail("plan.t", f"a multiple of {cluster.gpus_per_node} beyond one server", t)
-    if model.layers % (p * v):
-        raise checks.fail("plan.p * plan.v", f"a divisor of layers = {model.layers}", p * v)
+    g = cluster.gpus_per_node
+    if g % t and t % g:
+        raise checks.fail("plan.t", f"a divisor or a multiple of {g} GPUs per server", t)
+    if p > model.layers:
+        raise checks.fail("plan.p", f"at most layers = {model.layers}", p)
+    if stage_layers(model, p) % v:
+        raise checks.fail("plan.v", f"a divisor of the {stage_layers(model, p)} layers of a "
+                          "stage", v)  # fmt: skip
     if batch % (d * b):
         raise checks.fail("plan.d * plan.b", f"a divisor of global_batch = {batch}", d * b)
     m = batch // (d * b)
@@ -151,10 +155,41 @@ def check_plan(model: Model, cluster: Cluster, global_batch: int, plan: Plan) ->
     return m
 
 
+def stage_layers(model: Model, p):
+    """Layers of the fullest stage, ceil(l / p): Megatron needs p | l, DeepSpeed's
+    pipeline (BLOOM) and Llama 3 (first and last stage one layer short) do not."""
+    return -(-model.layers // p)
+
+
 def stage_params(model: Model, p: int, t: int) -> float:
     """Parameters on one GPU of the stage holding the most (the embedding's)."""
-    return (model.layers // p * model.layer_params + model.vocab * model.hidden
+    return (stage_layers(model, p) * model.layer_params + model.vocab * model.hidden
             + (model.seq * model.hidden if model.positions else 0)) / t  # fmt: skip
+
+
+def activation_bytes(model: Model, b, t, recompute: str, sp: bool, flash: bool):
+    """Activation bytes of one layer kept for the backward, per GPU: Korthikanti et al.'s
+    count (Table 2; :func:`scaleout.memory.activation_bytes_per_layer`) term by term, for
+    any shape. Per s b h: 10 replicated (norm inputs 4, QKV and MLP inputs 2 + 2, two
+    dropout masks 1 + 1; divided by t with SP), Q 2, K and V 2 g/a each, the output
+    projection's input 2, all divided by t; the MLP 2 + 2 per s b f (GeLU's input and
+    output) or 2 + 2 + 2 (SwiGLU's gate, up and product), divided by t; the attention core
+    5 a s / h / t (softmax output, dropout mask and output) or, with FlashAttention, one
+    fp32 statistic per row and head, 4 a / h / t. Selective recomputation drops the core,
+    full keeps the 2 s b h input. For a GPT (g = a, f = 4h) this is the memory module's
+    formula. ``b`` and ``t`` may be arrays."""
+    s, h, a = model.seq, model.hidden, model.heads
+    b = np.asarray(b, dtype=np.float64)
+    t = np.asarray(t, dtype=np.float64)
+    sbh = s * b * h
+    if recompute == "full":
+        return 2.0 * sbh + 0.0 * t
+    r = model.g / a
+    split = 4.0 + 4.0 * r + (6.0 if model.swiglu else 4.0) * model.f / h
+    per = 10.0 / (t if sp else 1.0) + split / t
+    if recompute == "none":
+        per = per + (4.0 * a / h if flash else 5.0 * a * s / h) / t
+    return sbh * per
 
 
 def memory_bytes(model: Model, plan: Plan, m: int) -> float:
@@ -174,21 +209,19 @@ def memory_many(model: Model, plans, ms) -> np.ndarray:
         ints = {k: col[k].astype(np.int64) for k in col}
         t, p, d, b, v = (col[k] for k in ("t", "p", "d", "b", "v"))
         m = np.array([ms[i] for i in idx], dtype=np.float64)
-        layers = model.layers // p
+        layers = stage_layers(model, p)
         params = (layers * model.layer_params + model.vocab * model.hidden
                   + (model.seq * model.hidden if model.positions else 0)) / t  # fmt: skip
         if zero == 3:
-            states = MEM.zero3_peak_bytes(params, ints["p"] * 0 + model.layers // ints["p"],
+            states = MEM.zero3_peak_bytes(params, stage_layers(model, ints["p"]),
                                           ints["d"], prefetch=1, precision=precision)
         else:
             states = MEM.model_state_bytes(params, zero, ints["d"], precision=precision).total
-        per_layer = MEM.activation_bytes_per_layer(model.seq, ints["b"], model.hidden,
-                                                   model.heads, recompute, ints["t"], sp, flash)
+        per_layer = activation_bytes(model, ints["b"], ints["t"], recompute, sp, flash)
         in_flight = np.minimum(p, m) * np.where(v > 1, 1.0 + (p - 1) / (p * v), 1.0)
         act = per_layer * layers * in_flight
         if recompute == "full":
-            act = act + MEM.activation_bytes_per_layer(model.seq, ints["b"], model.hidden,
-                                                       model.heads, "none", ints["t"], sp, flash)
+            act = act + activation_bytes(model, ints["b"], ints["t"], "none", sp, flash)
         logits = 2 * 4.0 * b * model.seq * model.vocab / t  # fp32 logits and their gradient
         out[idx] = np.maximum(states + act, states + per_layer * layers + logits)
     return out
@@ -205,7 +238,7 @@ def predict(model: Model, cluster: Cluster, global_batch: int, plan: Plan, *,
     usable = checks.fraction("usable_fraction", usable_fraction, open_low=True)
     t, p, d, b, v = plan.t, plan.p, plan.d, plan.b, plan.v
     s, h = model.seq, model.hidden
-    layers = model.layers // p
+    layers = stage_layers(model, p)
     lt = layer_times(model, cluster, b, t, plan.sp, plan.recompute, plan.flash)
     col = tuple(k * x for x in lt.col)
     row = tuple(k * x for x in lt.row)
