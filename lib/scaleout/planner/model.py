@@ -177,6 +177,8 @@ class Cluster:
     nics_per_node: int | None = None
     nic_gbps: float | None = None
     gpu_bytes: float | None = None
+    peak_flops_override: float | None = None
+    hbm_override: float | None = None
 
     def __post_init__(self):
         checks.text("name", self.name, 80)
@@ -189,6 +191,10 @@ class Cluster:
             checks.real("nic_gbps", self.nic_gbps, 1.0, 3200.0)
         if self.gpu_bytes is not None:
             checks.real("gpu_bytes", self.gpu_bytes, 1e6, 1e13)
+        if self.peak_flops_override is not None:
+            checks.real("peak_flops_override", self.peak_flops_override, 1e9, 1e17)
+        if self.hbm_override is not None:
+            checks.real("hbm_override", self.hbm_override, 1e9, 1e15)
         g = self.gpus_per_node
         if self.gpus > g and self.gpus % g:
             raise checks.fail("gpus", f"a multiple of {g} GPUs per server (or at most {g})",
@@ -209,12 +215,13 @@ class Cluster:
 
     @property
     def peak_flops(self) -> float:
-        """Dense BF16 FLOP/s of one GPU (datasheet)."""
-        return GPUS[self.gpu][1]
+        """Dense BF16 FLOP/s of one GPU (datasheet, or ``peak_flops_override``)."""
+        return float(self.peak_flops_override or GPUS[self.gpu][1])
 
     @property
     def hbm_bytes_per_s(self) -> float:
-        return GPUS[self.gpu][2]
+        """HBM bytes/s of one GPU (datasheet, or ``hbm_override``)."""
+        return float(self.hbm_override or GPUS[self.gpu][2])
 
     @property
     def generation(self) -> str:
@@ -258,3 +265,14 @@ LLAMA2_70B = Model("Llama-2-70B", 80, 8192, 64, seq=4096, vocab=32000, kv_heads=
 #: heads, FFN 53,248 (SwiGLU), V = 128,256, s = 8,192 in the main pre-training stage.
 LLAMA3_405B = Model("Llama-3-405B", 126, 16384, 128, seq=8192, vocab=128256, kv_heads=8,
                     ffn=53248, swiglu=True, tied_embeddings=False, positions=False)  # fmt: skip
+
+
+def training_days(tokens: float, params: float, gpus: int, flops_per_gpu: float) -> float:
+    """End-to-end training time ``8 T P / (n X)`` in days (Narayanan et al. 2021, Section
+    5.1: T tokens, P parameters, n GPUs, X achieved FLOP/s per GPU counted with full
+    recomputation). X is at most 1e17 FLOP/s (no GPU is faster); T and P at most 1e16."""
+    t = checks.positive("tokens", tokens, 1e16)
+    p = checks.positive("params", params, 1e16)
+    n = checks.integer("gpus", gpus, 1, MAX_GPUS)
+    x = checks.real("flops_per_gpu", flops_per_gpu, 1e9, 1e17)
+    return checks.finite_result("training days", 8.0 * t * p / (n * x) / 86400.0)
