@@ -28,10 +28,10 @@ from __future__ import annotations
 
 import functools
 
+from .. import checks, nccl
 from .. import memory as MEM
-from .. import nccl
 from ..nccl import p2p
-from .model import Cluster
+from .model import MAX_BATCH, MAX_DIM, MAX_GPUS, MAX_SEQ, Cluster
 
 DTYPE = 2  # bytes of a 16-bit activation or parameter
 #: Megatron-Core's default gradient bucket: max(40M, 1M x d) parameters
@@ -46,7 +46,7 @@ def _group(t_or_stride: int, size: int, g: int) -> tuple[int, int]:
 
 
 @functools.lru_cache(maxsize=65536)
-def collective(cluster: Cluster, name: str, nbytes: float, per_node: int, nodes: int) -> float:
+def _collective(cluster: Cluster, name: str, nbytes: float, per_node: int, nodes: int) -> float:
     """Seconds of one NCCL collective over ``per_node`` GPUs on each of ``nodes`` servers."""
     if per_node * nodes == 1 or nbytes <= 0:
         return 0.0
@@ -54,17 +54,30 @@ def collective(cluster: Cluster, name: str, nbytes: float, per_node: int, nodes:
     return float(nccl.collective_seconds(name, float(nbytes), per_node, nodes, topo))
 
 
-def tp_group(cluster: Cluster, t: int) -> tuple[int, int]:
+def _tp_group(cluster: Cluster, t: int) -> tuple[int, int]:
     g = cluster.gpus_per_node
     return (t, 1) if t <= g else (g, t // g)
 
 
 def tp_seconds(cluster: Cluster, b: int, s: int, h: int, t: int) -> dict:
     """Seconds of one TP all-reduce, all-gather and reduce-scatter of b s h values."""
+    b, s, h, t = _sizes(cluster, b, s, h, t)
     n = float(b) * s * h * DTYPE
-    per, nodes = tp_group(cluster, t)
-    return {c: collective(cluster, c, n, per, nodes)
+    per, nodes = _tp_group(cluster, t)
+    return {c: _collective(cluster, c, n, per, nodes)
             for c in ("allreduce", "allgather", "reducescatter")}  # fmt: skip
+
+
+def _sizes(cluster, b, s, h, t):
+    checks.instance("cluster", cluster, Cluster)
+    b = checks.integer("b", b, 1, MAX_BATCH)
+    s = checks.integer("s", s, 1, MAX_SEQ)
+    h = checks.integer("h", h, 1, MAX_DIM)
+    t = checks.integer("t", t, 1, 1024)
+    g = cluster.gpus_per_node
+    if (g % t and t % g) or t > cluster.gpus:
+        raise checks.fail("t", f"a divisor or multiple of {g}, at most {cluster.gpus}", t)
+    return b, s, h, t
 
 
 def _bulk(c: float, gemm: float) -> float:
@@ -81,9 +94,20 @@ def tp_exposed(sec: dict, col, row, t: int, sp: bool, overlap: str):
     input-gradient GEMM); ``"pipelined"`` (SP only) the forward all-gather and reduce-
     scatter, and the backward all-gather, split in t steps with their GEMM: exposed
     ``max(0, C - G (t-1)/t)``. ``col``/``row``: per-block GEMM seconds (attention, MLP)."""
+    if not isinstance(sec, dict) or set(sec) != {"allreduce", "allgather", "reducescatter"}:
+        raise checks.fail("sec", "a dict of allreduce, allgather, reducescatter seconds", sec)
+    ar, ag, rs = (checks.nonnegative(k, sec[k]) for k in ("allreduce", "allgather",
+                                                           "reducescatter"))  # fmt: skip
+    for name, pair in (("col", col), ("row", row)):
+        if not isinstance(pair, tuple | list) or len(pair) != 2:
+            raise checks.fail(name, "a pair of GEMM seconds (attention, MLP)", pair)
+        for x in pair:
+            checks.nonnegative(name, x)
+    t = checks.integer("t", t, 1, 1024)
+    sp = checks.boolean("sp", sp)
+    checks.choice("overlap", overlap, ("none", "megatron", "pipelined"))
     if t == 1:
         return 0.0, 0.0, 0.0, 0.0
-    ar, ag, rs = sec["allreduce"], sec["allgather"], sec["reducescatter"]
     piped = (t - 1) / t
     fwd_exp = bwd_exp = fwd_tot = bwd_tot = 0.0
     for gc, gr in zip(col, row, strict=True):
@@ -112,6 +136,9 @@ def tp_exposed(sec: dict, col, row, t: int, sp: bool, overlap: str):
 def pp_seconds(cluster: Cluster, b: int, s: int, h: int, t: int, d: int, sp: bool,
                scatter_gather: bool) -> float:  # fmt: skip
     """Seconds of one stage-to-stage activation transfer (one direction)."""
+    b, s, h, t = _sizes(cluster, b, s, h, t)
+    d = checks.integer("d", d, 1, MAX_GPUS)
+    sp, scatter_gather = checks.boolean("sp", sp), checks.boolean("scatter_gather", scatter_gather)
     g = cluster.gpus_per_node
     n = float(b) * s * h * DTYPE
     across = t * d >= g and cluster.gpus > g
@@ -120,8 +147,8 @@ def pp_seconds(cluster: Cluster, b: int, s: int, h: int, t: int, d: int, sp: boo
     send = float(p2p.sendrecv_us(topo, n / t if split else n, same_node=not across)) * 1e-6
     gather = 0.0
     if scatter_gather and not sp and t > 1:
-        per, nodes = tp_group(cluster, t)
-        gather = collective(cluster, "allgather", n, per, nodes)
+        per, nodes = _tp_group(cluster, t)
+        gather = _collective(cluster, "allgather", n, per, nodes)
     return send + gather
 
 
@@ -132,18 +159,28 @@ def dp_seconds(cluster: Cluster, t: int, d: int, zero: int, grad_bytes: float,
     reduce-scatter of the gradients and an all-gather of the updated 16-bit parameters;
     ZeRO-3 one micro-batch's all-gathers (forward and backward) and reduce-scatter (the
     caller multiplies by the micro-batches)."""
+    checks.instance("cluster", cluster, Cluster)
+    t = checks.integer("t", t, 1, 1024)
+    d = checks.integer("d", d, 1, MAX_GPUS)
+    if t * d > cluster.gpus:
+        raise checks.fail("t * d", f"at most {cluster.gpus} GPUs", t * d)
+    checks.choice("zero", zero, MEM.STAGES)
+    grad_bytes = checks.nonnegative("grad_bytes", grad_bytes, 2.0**50)
+    param_bytes = checks.nonnegative("param_bytes", param_bytes, 2.0**50)
     if d == 1:
         return 0.0
     per, nodes = _group(t, d, cluster.gpus_per_node)
     if zero == 0:
-        return collective(cluster, "allreduce", grad_bytes, per, nodes)
-    rs = collective(cluster, "reducescatter", grad_bytes, per, nodes)
-    ag = collective(cluster, "allgather", param_bytes, per, nodes)
+        return _collective(cluster, "allreduce", grad_bytes, per, nodes)
+    rs = _collective(cluster, "reducescatter", grad_bytes, per, nodes)
+    ag = _collective(cluster, "allgather", param_bytes, per, nodes)
     return rs + (2 * ag if zero == 3 else ag)
 
 
 def buckets(params: float, d: int) -> int:
     """Megatron-Core's gradient buckets for ``params`` parameters on one GPU."""
+    params = checks.nonnegative("params", params, 1e15)
+    d = checks.integer("d", d, 1, MAX_GPUS)
     size = max(BUCKET_PARAMS, BUCKET_PARAMS_PER_RANK * d)
     return max(1, -(-int(params) // size))
 
@@ -154,6 +191,10 @@ def dp_exposed(comm: float, window: float, pieces: int, overlap: bool) -> float:
     ``overlap_grad_reduce``: chapter 2's timeline) the buckets reduce during the last
     micro-batch's backward (``window`` seconds) and at least the last bucket is exposed:
     :func:`scaleout.memory.exposed_comm_seconds`."""
+    comm = checks.nonnegative("comm", comm, 1e9)
+    window = checks.nonnegative("window", window, 1e9)
+    pieces = checks.integer("pieces", pieces, 1, 2**20)
+    overlap = checks.boolean("overlap", overlap)
     if comm == 0.0:
         return 0.0
     if not overlap:

@@ -37,7 +37,9 @@ from __future__ import annotations
 import functools
 from dataclasses import dataclass
 
-from .model import Cluster, Model
+from .. import checks
+from ..memory import RECOMPUTE
+from .model import MAX_BATCH, Cluster, Model
 
 ADAM_BYTES_PER_PARAM = 30
 DTYPE = 2  # bytes of a bf16/fp16 activation
@@ -59,11 +61,40 @@ class LayerTimes:
     col: tuple
     row: tuple
 
+    def __post_init__(self):
+        for name in ("forward", "backward", "recompute"):
+            checks.nonnegative(name, getattr(self, name))
+        for name in ("col", "row"):
+            pair = getattr(self, name)
+            if not isinstance(pair, tuple) or len(pair) != 2:
+                raise checks.fail(name, "a pair of seconds (attention, MLP)", pair)
+            for x in pair:
+                checks.nonnegative(name, x)
 
-@functools.lru_cache(maxsize=4096)
+
+def _check(model, cluster, b, t):
+    checks.instance("model", model, Model)
+    checks.instance("cluster", cluster, Cluster)
+    b = checks.integer("b", b, 1, MAX_BATCH)
+    t = checks.integer("t", t, 1, 1024)
+    if model.heads % t or model.g % t or model.f % t:
+        raise checks.fail("t", "a divisor of heads, kv_heads and ffn", t)
+    return b, t
+
+
 def layer_times(model: Model, cluster: Cluster, b: int, t: int, sp: bool, recompute: str,
                 flash: bool) -> LayerTimes:  # fmt: skip
-    """One layer's times (see the module docstring); inputs checked by the caller."""
+    """One layer's times for a micro-batch of ``b`` on one of ``t`` GPUs (see the module
+    docstring); ``sp`` sequence parallelism, ``recompute`` one of ``memory.RECOMPUTE``,
+    ``flash`` FlashAttention."""
+    b, t = _check(model, cluster, b, t)
+    sp, flash = checks.boolean("sp", sp), checks.boolean("flash", flash)
+    checks.choice("recompute", recompute, RECOMPUTE)
+    return _layer_times(model, cluster, b, t, sp, recompute, flash)
+
+
+@functools.lru_cache(maxsize=4096)
+def _layer_times(model, cluster, b, t, sp, recompute, flash) -> LayerTimes:
     peak, hbm = cluster.peak_flops, cluster.hbm_bytes_per_s
     s, h, f, d = model.seq, model.hidden, model.f, model.head_dim
     bs = float(b) * s
@@ -98,9 +129,9 @@ def layer_times(model: Model, cluster: Cluster, b: int, t: int, sp: bool, recomp
                       (proj / peak, down / peak))  # fmt: skip
 
 
-@functools.lru_cache(maxsize=4096)
 def logits_seconds(model: Model, cluster: Cluster, b: int, t: int) -> float:
     """Forward + backward of the output layer and the loss for one micro-batch."""
+    b, t = _check(model, cluster, b, t)
     bs = float(b) * model.seq
     gemm = 3 * 2.0 * bs * model.hidden * model.vocab / t / cluster.peak_flops
     loss = 3 * 4.0 * bs * model.vocab / t / cluster.hbm_bytes_per_s
@@ -109,4 +140,6 @@ def logits_seconds(model: Model, cluster: Cluster, b: int, t: int) -> float:
 
 def optimizer_seconds(params_updated: float, cluster: Cluster) -> float:
     """One Adam step over ``params_updated`` parameters held by this GPU (HBM-bound)."""
+    params_updated = checks.nonnegative("params_updated", params_updated, 1e15)
+    checks.instance("cluster", cluster, Cluster)
     return params_updated * ADAM_BYTES_PER_PARAM / cluster.hbm_bytes_per_s

@@ -28,9 +28,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from .. import checks
+from .. import checks, nccl
 from .. import memory as MEM
-from .. import nccl
 
 MAX_DIM = 2**20
 MAX_LAYERS = 4096

@@ -187,9 +187,21 @@ BLOOM = Model("BLOOM-176B", 70, 14336, 112, seq=2048, vocab=250880, positions=Fa
 def _bloom() -> list[Run]:
     jean_zay = Cluster("384 A100 (Jean Zay)", 384, nics_per_node=4, nic_gbps=100.0)
     plan = Plan(4, 12, 8, 2, zero=1, dp_overlap=False, precision="megatron-bf16", flash=False)
-    return [Run("BLOOM 176B", BLOOM, jean_zay, 2048, plan, 150, "eq3", "held-out", "BLOOM",
-                "bigscience2022bloom Section 3.4 (about 150 TFLOP/s)",
-                "micro-batch 2 (tr11-176B-ml script); 4 x 100 Gb/s Omni-Path per node")]
+    return [
+        Run(
+            "BLOOM 176B",
+            BLOOM,
+            jean_zay,
+            2048,
+            plan,
+            150,
+            "eq3",
+            "held-out",
+            "BLOOM",
+            "bigscience2022bloom Section 3.4 (about 150 TFLOP/s)",
+            "micro-batch 2 (tr11-176B-ml script); 4 x 100 Gb/s Omni-Path per node",
+        )
+    ]
 
 
 NEMOTRON4_340B = Model("Nemotron-4-340B", 96, 18432, 96, seq=4096, vocab=256000, kv_heads=8,
@@ -242,11 +254,14 @@ def _golden(f, lo: float, hi: float, iters: int = 48) -> float:
     return (a + b) / 2
 
 
-@functools.lru_cache(maxsize=8)
 def calibration(generation: str) -> float:
     """The compute-time multiplier of GPU ``generation`` ("A100" / "H100") fitted on the
     runs marked ``fit`` of that generation (see the module docstring)."""
-    checks.choice("generation", generation, ("A100", "H100"))
+    return _calibration(checks.choice("generation", generation, ("A100", "H100")))
+
+
+@functools.lru_cache(maxsize=8)
+def _calibration(generation: str) -> float:
     fit = [r for r in runs() if r.split == "fit" and r.cluster.generation == generation]
 
     def loss(k):
@@ -270,6 +285,13 @@ class Row:
     predicted_s: float
     error: float
     prediction: Prediction
+
+    def __post_init__(self):
+        checks.instance("run", self.run, Run)
+        checks.positive("measured_s", self.measured_s)
+        checks.positive("predicted_s", self.predicted_s)
+        checks.real("error", self.error, -1.0, 1e6)
+        checks.instance("prediction", self.prediction, Prediction)
 
 
 @functools.lru_cache(maxsize=1)
@@ -296,11 +318,26 @@ class Summary:
     rank: dict
     calibrations: dict
 
+    def __post_init__(self):
+        checks.integer("held_out", self.held_out, 1, 10**6)
+        for name in ("median_abs_error", "max_abs_error", "fit_median_abs_error"):
+            checks.nonnegative(name, getattr(self, name), 1e6)
+        for name, (low, high) in (("rank", (-1.0, 1.0)), ("calibrations", (0.1, 10.0))):
+            value = getattr(self, name)
+            if not isinstance(value, dict):
+                raise checks.fail(name, "a dict of name -> number", value)
+            for key, x in value.items():
+                checks.text(f"{name} key", key, 80)
+                checks.real(f"{name}[{key!r}]", x, low, high)
+
 
 def flops_per_gpu(run: Run, step_s: float) -> float:
     """Model FLOP/s per GPU of ``run`` at ``step_s`` seconds per step (the throughput
     ranked within a sweep: across model sizes tokens per second would rank trivially)."""
-    return float(run.model.flops(run.batch, "none")) / run.cluster.gpus / step_s
+    checks.instance("run", run, Run)
+    step_s = checks.positive("step_s", step_s, 1e9)
+    flops = float(run.model.flops(run.batch, "none")) / run.cluster.gpus / step_s
+    return checks.finite_result("FLOP/s per GPU", flops)
 
 
 def summary() -> Summary:
@@ -328,6 +365,12 @@ class BestPlan:
     best: Prediction
     published: Prediction
     gap: float
+
+    def __post_init__(self):
+        checks.instance("run", self.run, Run)
+        checks.instance("best", self.best, Prediction)
+        checks.instance("published", self.published, Prediction)
+        checks.real("gap", self.gap, -1.0, 1e6)
 
 
 def table1_best(free_recompute: bool = False) -> tuple[BestPlan, ...]:

@@ -13,10 +13,12 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
+import numpy as np
+
 from .. import checks
 from .. import memory as MEM
 from .model import MAX_BATCH, RECOMPUTE, Cluster, Model
-from .step import OVERLAPS, PRECISIONS, Plan, Prediction, check_plan, memory_many, predict
+from .step import OVERLAPS, PRECISIONS, Plan, Prediction, memory_many, predict
 
 MAX_PLANS = 200_000
 MAX_DIVISORS_OF = 2**62
@@ -78,12 +80,12 @@ class Space:
         checks.boolean("scatter_gather", self.scatter_gather)
 
 
-def _legal(model: Model, cluster: Cluster, batch: int, plan: Plan) -> bool:
-    try:
-        check_plan(model, cluster, batch, plan)
-    except ValueError:
-        return False
-    return True
+def _subset(name, values):
+    if values is None:
+        return None
+    if not isinstance(values, list | tuple) or not values or len(values) > 1024:
+        raise checks.fail(name, "None or a non-empty list of integers", values)
+    return {checks.integer(name, x, 1, MAX_DIVISORS_OF) for x in values}
 
 
 def candidates(model: Model, cluster: Cluster, global_batch: int, space: Space | None = None,
@@ -93,6 +95,7 @@ def candidates(model: Model, cluster: Cluster, global_batch: int, space: Space |
     checks.instance("cluster", cluster, Cluster)
     batch = checks.integer("global_batch", global_batch, 1, MAX_BATCH)
     space = Space() if space is None else checks.instance("space", space, Space)
+    ts, ps = _subset("ts", ts), _subset("ps", ps)
     n, g = cluster.gpus, cluster.gpus_per_node
     heads = math.gcd(math.gcd(model.heads, model.g), model.f)
     plans = []
@@ -129,9 +132,9 @@ def candidates(model: Model, cluster: Cluster, global_batch: int, space: Space |
                                                       f"more than {MAX_PLANS}")  # fmt: skip
     if not plans:
         raise ValueError(
-            f"no plan: t p d = {n} GPUs with t | gcd(heads, kv_heads, ffn) = {heads}, "
-            f"p | layers = {model.layers}, d | global_batch = {batch}: change the GPUs or "
-            "the batch"
+            f"the GPUs and the batch must allow a plan (t p d = {n} GPUs with t | "
+            f"gcd(heads, kv_heads, ffn) = {heads}, p | layers = {model.layers}, d | "
+            f"global_batch = {batch}), got none: change the GPUs, the batch or ts / ps"
         )
     return plans
 
@@ -155,8 +158,8 @@ def _search(model, cluster, global_batch, space, calibration, usable_fraction, t
     if not fit:
         least = float(mem.min())
         raise ValueError(
-            f"no plan fits in {limit / 1e9:.3g} GB per GPU (the smallest needs "
-            f"{least / 1e9:.1f} GB): use more GPUs, ZeRO stages or recomputation"
+            f"a plan must fit in {limit / 1e9:.3g} GB per GPU, got none (the smallest "
+            f"needs {least / 1e9:.1f} GB): use more GPUs, ZeRO stages or recomputation"
         )
     fit.sort(key=lambda r: (r.step_s, r.plan.t, r.plan.p))
     return fit, plans
@@ -175,6 +178,25 @@ class Grid:
     best: tuple
     possible: tuple
     results: tuple
+
+    def __post_init__(self):
+        checks.choice("rows", self.rows, FIELDS)
+        checks.choice("cols", self.cols, FIELDS)
+        nr, nc = (
+            len(checks.instance("row_values", self.row_values, tuple)),
+            len(checks.instance("col_values", self.col_values, tuple)),
+        )
+        for name in ("best", "possible"):
+            value = checks.instance(name, getattr(self, name), tuple)
+            if len(value) != nr or any(not isinstance(r, tuple) or len(r) != nc for r in value):
+                raise checks.fail(name, f"a {nr} x {nc} tuple of tuples", value)
+        flat = [x for r in self.best for x in r]
+        if not all(checks.is_real(x) and (math.isnan(x) or 0 < x < math.inf) for x in flat):
+            raise checks.fail("best", "positive finite seconds or NaN", self.best)
+        if not all(isinstance(x, bool | np.bool_) for r in self.possible for x in r):
+            raise checks.fail("possible", "booleans", self.possible)
+        for r in checks.instance("results", self.results, tuple):
+            checks.instance("results", r, Prediction)
 
 
 FIELDS = ("t", "p", "d", "b", "v", "zero")

@@ -115,11 +115,18 @@ class Prediction:
 
     def __post_init__(self):
         checks.instance("plan", self.plan, Plan)
-        checks.integer("m", self.m, 1)
+        checks.integer("m", self.m, 1, 2**24)
         checks.positive("step_s", self.step_s)
-        for name, part in (*self.parts.items(), *self.hidden.items()):
-            checks.nonnegative(f"part {name}", part)
+        for name in ("parts", "hidden"):
+            value = getattr(self, name)
+            if not isinstance(value, dict) or not set(value) <= set(PARTS):
+                raise checks.fail(name, f"a dict with keys from {PARTS}", value)
+            for key, part in value.items():
+                checks.nonnegative(f"{name}[{key!r}]", part)
         checks.nonnegative("memory_bytes", self.memory_bytes)
+        checks.boolean("fits", self.fits)
+        for name in ("tokens_per_s_per_gpu", "model_flops_per_gpu", "mfu"):
+            checks.nonnegative(name, getattr(self, name))
 
 
 def check_plan(model: Model, cluster: Cluster, global_batch: int, plan: Plan) -> int:
@@ -157,12 +164,17 @@ def check_plan(model: Model, cluster: Cluster, global_batch: int, plan: Plan) ->
 
 def stage_layers(model: Model, p):
     """Layers of the fullest stage, ceil(l / p): Megatron needs p | l, DeepSpeed's
-    pipeline (BLOOM) and Llama 3 (first and last stage one layer short) do not."""
-    return -(-model.layers // p)
+    pipeline (BLOOM) and Llama 3 (first and last stage one layer short) do not.
+    ``p`` may be an integer array."""
+    checks.instance("model", model, Model)
+    p = checks.array("p", p, integer=True, low=1, high=model.layers)
+    out = -(-model.layers // p)
+    return int(out) if out.ndim == 0 else out
 
 
 def stage_params(model: Model, p: int, t: int) -> float:
     """Parameters on one GPU of the stage holding the most (the embedding's)."""
+    t = checks.integer("t", t, 1, 1024)
     return (stage_layers(model, p) * model.layer_params + model.vocab * model.hidden
             + (model.seq * model.hidden if model.positions else 0)) / t  # fmt: skip
 
@@ -178,9 +190,12 @@ def activation_bytes(model: Model, b, t, recompute: str, sp: bool, flash: bool):
     fp32 statistic per row and head, 4 a / h / t. Selective recomputation drops the core,
     full keeps the 2 s b h input. For a GPT (g = a, f = 4h) this is the memory module's
     formula. ``b`` and ``t`` may be arrays."""
+    checks.instance("model", model, Model)
+    b = checks.array("b", b, low=1.0, high=2.0**24)
+    t = checks.array("t", t, low=1.0, high=1024.0)
+    checks.choice("recompute", recompute, RECOMPUTE)
+    sp, flash = checks.boolean("sp", sp), checks.boolean("flash", flash)
     s, h, a = model.seq, model.hidden, model.heads
-    b = np.asarray(b, dtype=np.float64)
-    t = np.asarray(t, dtype=np.float64)
     sbh = s * b * h
     if recompute == "full":
         return 2.0 * sbh + 0.0 * t
@@ -194,11 +209,23 @@ def activation_bytes(model: Model, b, t, recompute: str, sp: bool, flash: bool):
 
 def memory_bytes(model: Model, plan: Plan, m: int) -> float:
     """Memory per GPU of the most loaded stage (see the module docstring)."""
-    return float(memory_many(model, [plan], [m])[0])
+    return float(memory_many(model, [checks.instance("plan", plan, Plan)], [m])[0])
 
 
 def memory_many(model: Model, plans, ms) -> np.ndarray:
-    """:func:`memory_bytes` of many plans at once (vectorised per accounting group)."""
+    """:func:`memory_bytes` of many plans at once (vectorised per accounting group);
+    ``ms`` their micro-batch counts."""
+    checks.instance("model", model, Model)
+    if not isinstance(plans, list | tuple) or not plans or len(plans) > 2**20:
+        raise checks.fail("plans", "a non-empty list of Plan (at most 2**20)", plans)
+    for pl in plans:
+        checks.instance("plans", pl, Plan)
+    ms = checks.array("ms", ms, integer=True, low=1, high=2**24)
+    if ms.shape != (len(plans),):
+        raise checks.fail("ms", f"{len(plans)} micro-batch counts, one per plan", ms.shape)
+    for pl in plans:
+        if pl.p > model.layers:
+            raise checks.fail("plans", f"plans with p <= layers = {model.layers}", pl.p)
     out = np.zeros(len(plans))
     groups = {}
     for i, pl in enumerate(plans):
@@ -209,12 +236,13 @@ def memory_many(model: Model, plans, ms) -> np.ndarray:
         ints = {k: col[k].astype(np.int64) for k in col}
         t, p, d, b, v = (col[k] for k in ("t", "p", "d", "b", "v"))
         m = np.array([ms[i] for i in idx], dtype=np.float64)
-        layers = stage_layers(model, p)
+        layers = stage_layers(model, ints["p"])
         params = (layers * model.layer_params + model.vocab * model.hidden
                   + (model.seq * model.hidden if model.positions else 0)) / t  # fmt: skip
         if zero == 3:
-            states = MEM.zero3_peak_bytes(params, stage_layers(model, ints["p"]),
-                                          ints["d"], prefetch=1, precision=precision)
+            states = MEM.zero3_peak_bytes(
+                params, stage_layers(model, ints["p"]), ints["d"], prefetch=1, precision=precision
+            )
         else:
             states = MEM.model_state_bytes(params, zero, ints["d"], precision=precision).total
         per_layer = activation_bytes(model, ints["b"], ints["t"], recompute, sp, flash)
@@ -224,7 +252,7 @@ def memory_many(model: Model, plans, ms) -> np.ndarray:
             act = act + activation_bytes(model, ints["b"], ints["t"], "none", sp, flash)
         logits = 2 * 4.0 * b * model.seq * model.vocab / t  # fp32 logits and their gradient
         out[idx] = np.maximum(states + act, states + per_layer * layers + logits)
-    return out
+    return checks.finite_result("memory bytes", out)
 
 
 def predict(model: Model, cluster: Cluster, global_batch: int, plan: Plan, *,
@@ -253,7 +281,7 @@ def predict(model: Model, cluster: Cluster, global_batch: int, plan: Plan, *,
     if p > 1:
         pp_mb = 2 * v * C.pp_seconds(cluster, b, s, h, t, d, plan.sp, plan.scatter_gather)
     stage = compute_mb + tp_mb + pp_mb
-    slowest, mean = stage + logits, stage + logits / p
+    mean = stage + logits / p  # the last stage (+ logits) is the slowest: m of it below
     name = "interleaved" if v > 1 else "1f1b"
     bubble = PP.bubble_closed_form(name, p, m, v) * m * mean
     # Data parallelism and the optimizer.

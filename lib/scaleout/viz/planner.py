@@ -48,7 +48,9 @@ def breakdown_figure(preds, labels=None, title: str = "") -> go.Figure:
     preds = _predictions("preds", preds)
     if labels is None:
         labels = [plan_label(p.plan) for p in preds]
-    labels = [checks.text("label", str(x), 120) for x in labels]
+    if not isinstance(labels, list | tuple):
+        raise checks.fail("labels", "None or a list of strings", labels)
+    labels = [checks.text("label", x, 120) for x in labels]
     if len(labels) != len(preds):
         raise checks.fail("labels", f"{len(preds)} labels, one per prediction", labels)
     y = labels[::-1]
@@ -129,8 +131,16 @@ def validation_figure(rows) -> go.Figure:
         yaxis=dict(title="predicted seconds per step", type="log"),
         height=520, legend=dict(orientation="h", y=-0.2),
     )  # fmt: skip
-    fig.add_trace(go.Scatter(x=[lo, hi], y=[lo, hi], mode="lines", name="exact",
-                             line=dict(color="#888888", dash="dot"), hoverinfo="skip"))
+    fig.add_trace(
+        go.Scatter(
+            x=[lo, hi],
+            y=[lo, hi],
+            mode="lines",
+            name="exact",
+            line=dict(color="#888888", dash="dot"),
+            hoverinfo="skip",
+        )
+    )
     for j, src in enumerate(sources):
         sel = [r for r in rows if r.run.sweep.split(",")[0] == src]
         fig.add_trace(go.Scatter(
@@ -150,7 +160,9 @@ def batch_animation(grids, batches, model_name: str) -> go.Figure:
     if not isinstance(grids, list | tuple) or not grids or len(grids) > 60:
         raise checks.fail("grids", "a list of 1 to 60 planner.Grid", grids)
     grids = [checks.instance("grids", g, PL.Grid) for g in grids]
-    batches = [checks.integer("batch", b, 1) for b in batches]
+    if not isinstance(batches, list | tuple):
+        raise checks.fail("batches", "a list of global batches", batches)
+    batches = [checks.integer("batch", b, 1, 2**24) for b in batches]
     if len(batches) != len(grids):
         raise checks.fail("batches", f"{len(grids)} batches, one per grid", batches)
     checks.text("model_name", model_name, 80)
