@@ -12,7 +12,7 @@ benchmark publish seconds per iteration.
   ``examples/sc21/run_table_1.sh``, commit 6985e58); its Table 2 (PTD-P rows);
   Korthikanti et al. 2022 Table 5 with the configurations of their Table 3; MT-NLG 530B
   (Smith et al. 2022, Section 2.4); BLOOM 176B (BigScience 2022).
-* **H100**: Llama 3 405B (Llama team 2024, Table 4), Nemotron-4 340B (NVIDIA 2024,
+* **H100**: Llama 3 405B (Llama team 2024 [dubey2024llama3], Table 4), Nemotron-4 340B (NVIDIA 2024,
   Table 2), NVIDIA's DGXC benchmark of Nemotron-4 340B (NGC catalog, release 24.11).
 
 Calibration: one constant per GPU generation, a multiplier on the compute model's time,
@@ -110,7 +110,7 @@ _T1 = (  # name, t, p, GPUs, B, TFLOP/s, micro-batch, v, torch DDP (overlapped),
     ("1T", 8, 64, 3072, 3072, 163, 1, 1, False, "fit"),
 )
 SC21_SOURCE = ("narayanan2021megatron Table 1; micro-batch, interleaving, DDP, fp16: "
-               "Megatron-LM examples/sc21/run_table_1.sh")  # fmt: skip
+               "megatronsc21 (examples/sc21/run_table_1.sh)")  # fmt: skip
 
 
 def _table1() -> list[Run]:
@@ -164,7 +164,7 @@ def _korthikanti() -> list[Run]:
                         precision="megatron-bf16", flash=False)  # fmt: skip
             out.append(Run(f"K5 {name} {rec}", model, _selene(n), batch, plan, seconds,
                            "seconds", "held-out", f"Korthikanti Table 5, {name}",
-                           "korthikanti2022reducing Tables 3 and 5",
+                           "korthikanti2022reducing Tables 3 and 5; calculonvalidation",
                            "v as in the calculon transcription of Table 3; Megatron's "
                            "async TP overlap"))  # fmt: skip
     return out
@@ -176,7 +176,7 @@ def _mtnlg() -> list[Run]:
         plan = Plan(8, 35, n // 280, 1, zero=1, dp_overlap=False, precision="megatron-bf16",
                     flash=False)  # fmt: skip
         out.append(Run(f"MT-NLG {n}", MT530, _selene(n), 1920, plan, seconds, "seconds",
-                       "held-out", "MT-NLG GPUs", "smith2022using Section 2.4",
+                       "held-out", "MT-NLG GPUs", "smith2022mtnlg Section 2.4",
                        "DeepSpeed pipeline (no interleaving), ZeRO-1, b = 1"))  # fmt: skip
     return out
 
@@ -217,7 +217,7 @@ def _h100() -> list[Run]:
     for n, d, x in ((8192, 64, 430), (16384, 128, 400)):
         plan = Plan(8, 16, d, 1, 4, **H100_RUN)
         out.append(Run(f"Llama 3 {n}", LLAMA3_405B, h100_cluster(n), 2048, plan, x, "model",
-                       "held-out", "Llama 3 405B GPUs", "llama2024herd Table 4",
+                       "held-out", "Llama 3 405B GPUs", "dubey2024llama3 Table 4",
                        "v = 4, b = 1, no recomputation"))  # fmt: skip
     plan = Plan(8, 12, 64, 1, 4, **H100_RUN)
     out.append(Run("Nemotron-4 340B 6144", NEMOTRON4_340B, h100_cluster(6144), 2304, plan, 8.0,

@@ -227,3 +227,52 @@ def mesh_figure(dp: int = 2, pp: int = 2, tp: int = 2) -> go.Figure:
         )
     )  # fmt: skip
     return fig
+
+
+def validation_table(rows) -> go.Figure:
+    """The validation table as a figure: run, split, measured and predicted seconds per
+    step, error, and the source of each row."""
+    if not isinstance(rows, list | tuple) or not rows:
+        raise checks.fail("rows", "a non-empty list of planner Row records", rows)
+    rows = [checks.instance("rows", r, PL.Row) for r in rows]
+    cols = {
+        "run": [r.run.key for r in rows],
+        "split": [r.run.split for r in rows],
+        "GPUs": [f"{r.run.cluster.gpus:,}" for r in rows],
+        "plan (t, p, d, b, v)": [
+            f"{r.run.plan.t}, {r.run.plan.p}, {r.run.plan.d}, {r.run.plan.b}, {r.run.plan.v}"
+            for r in rows
+        ],
+        "measured s": [f"{r.measured_s:.3g}" for r in rows],
+        "predicted s": [f"{r.predicted_s:.3g}" for r in rows],
+        "error": [f"{r.error:+.1%}" for r in rows],
+        "source": [r.run.source for r in rows],
+    }
+    fig = new_figure(title="Published runs: measured and predicted seconds per step",
+                     height=120 + 26 * len(rows), margin=dict(l=10, r=10, t=50, b=10))
+    fig.add_trace(go.Table(
+        columnwidth=[150, 60, 60, 110, 80, 80, 60, 420],
+        header=dict(values=list(cols), align="left", fill_color="#E5E5E5"),
+        cells=dict(values=list(cols.values()), align="left", height=24),
+    ))  # fmt: skip
+    return fig
+
+
+def explorer_figure(preset: str, gpus: int, global_batch: int, overlap: str) -> go.Figure:
+    """The (t, p) heatmap for a preset model on ``gpus`` GPUs of the preset's kind, at
+    ``global_batch``, with TP ``overlap`` (the explorer's figure; the planner computes)."""
+    checks.choice("preset", preset, tuple(PL.PRESETS))
+    model, cluster, _ = PL.PRESETS[preset]
+    gpus = checks.integer("gpus", gpus, 8, PL.model.MAX_GPUS)
+    checks.choice("overlap", overlap, PL.OVERLAPS)
+    cl = PL.Cluster(f"{gpus} GPUs", gpus, cluster.gpu, cluster.topology)
+    space = PL.Space(overlap=overlap)
+    try:
+        g = PL.grid(model, cl, global_batch, space=space,
+                    calibration=PL.calibration(cl.generation))  # fmt: skip
+    except ValueError as e:
+        return new_figure(title=str(e)[:100], xaxis=dict(title="pipeline stages p"),
+                          yaxis=dict(title="tensor-parallel size t"), height=440)  # fmt: skip
+    best = g.results[0]
+    sub = f"best: {plan_label(best.plan)}, {best.step_s:.3g} s, MFU {best.mfu:.0%}"
+    return heatmap_figure(g, f"{model.name} on {gpus:,} GPUs, B = {global_batch}", sub)
