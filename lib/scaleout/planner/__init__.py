@@ -3,17 +3,22 @@ the plans, and check the predictions against published runs.
 
 Taught in chapter 14, "Putting it together" (``chapters/14_planner.ipynb``). The parts:
 
-* :mod:`~scaleout.planner.model` - the model's shape (:class:`Model`: GQA, FFN, SwiGLU,
-  vocabulary, tied embeddings, fields for experts) and the cluster (:class:`Cluster` on
-  an NCCL topology; :func:`a100_cluster`, :func:`h100_cluster`).
+* :mod:`~scaleout.planner.model` - the model's shape
+  (:class:`~scaleout.planner.model.Model`: GQA, FFN, SwiGLU, vocabulary, tied embeddings,
+  fields for experts) and the cluster (:class:`~scaleout.planner.model.Cluster` on an NCCL
+  topology; :func:`~scaleout.planner.model.a100_cluster`,
+  :func:`~scaleout.planner.model.h100_cluster`).
 * :mod:`~scaleout.planner.compute_term` - one layer's compute time (the only contact
   with the compute model).
 * :mod:`~scaleout.planner.comm` - TP, PP and DP traffic priced with :mod:`scaleout.nccl`,
   and what overlap hides.
-* :mod:`~scaleout.planner.step` - :class:`Plan` and :func:`predict`: step seconds, its
-  breakdown, memory per GPU, throughput and MFU.
-* :mod:`~scaleout.planner.search` - every legal plan (:func:`candidates`), ranked
-  (:func:`search`), summarised over two fields (:func:`grid`).
+* :mod:`~scaleout.planner.step` - :class:`~scaleout.planner.step.Plan` and
+  :func:`~scaleout.planner.step.predict`: step seconds, its breakdown, memory per GPU,
+  throughput and MFU.
+* :mod:`~scaleout.planner.search` - every legal plan
+  (:func:`~scaleout.planner.search.candidates`), ranked
+  (:func:`~scaleout.planner.search.search`), summarised over two fields
+  (:func:`~scaleout.planner.search.grid`).
 * :mod:`~scaleout.planner.published` - the published runs, the calibration (one constant
   per GPU generation, fitted on declared rows), held-out error and skill.
 """
@@ -58,7 +63,7 @@ from .step import (
     predict,
 )
 
-#: Preset settings for the chapter's figures: (model, cluster, global batch).
+#: The chapter's preset settings, each a (model, cluster, global batch) triple.
 PRESETS = {
     "GPT-3 175B, 1,024 A100": (GPT3, a100_cluster(1024), 1536),
     "1T, 3,072 A100": (ONE_T, a100_cluster(3072), 3072),

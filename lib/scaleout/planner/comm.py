@@ -34,8 +34,8 @@ from ..nccl import p2p
 from .model import MAX_BATCH, MAX_DIM, MAX_GPUS, MAX_SEQ, Cluster
 
 DTYPE = 2  # bytes of a 16-bit activation or parameter
-#: Megatron-Core's default gradient bucket: max(40M, 1M x d) parameters
-#: (``megatron/core/distributed/distributed_data_parallel.py``, ``bucket_size``).
+#: Megatron-Core's default gradient bucket holds max(40M, 1M x d) parameters
+#: (``megatron/core/distributed/distributed_data_parallel.py`` line 134 at d98e8a6).
 BUCKET_PARAMS, BUCKET_PARAMS_PER_RANK = 40_000_000, 1_000_000
 
 

@@ -15,7 +15,7 @@
   layers again: for a GPT that is Narayanan et al.'s eq. 3, ``96 B s l h^2 (1 + s/(6h) +
   V/(16 l h))``, the count behind their TFLOP/s.
 * :class:`Cluster` - GPUs of one kind in servers of one NCCL topology
-  (:func:`scaleout.nccl.topology`): GPU memory, dense BF16 peak and HBM bandwidth from the
+  (:func:`scaleout.nccl.topo.topology`): GPU memory, dense BF16 peak and HBM bandwidth from the
   datasheets (:data:`GPUS`).
 
 Limits: dimensions up to 2**20, layers up to 4096, sequences up to 2**20 tokens, batches
@@ -39,7 +39,7 @@ MAX_GPUS = nccl.topo.MAX_RANKS
 MAX_EXPERTS = 4096
 RECOMPUTE = MEM.RECOMPUTE
 
-#: GPU facts from the datasheets: (memory bytes, dense BF16 FLOP/s, HBM bytes/s, source).
+#: GPU facts from the datasheets, each (memory bytes, dense BF16 FLOP/s, HBM bytes/s, source).
 GPUS = {
     "A100-80GB": (80e9, 312e12, 2.039e12, "NVIDIA A100 datasheet (2021): 80 GB HBM2e, "
                   "2,039 GB/s, BF16 Tensor Core 312 TFLOP/s dense"),
@@ -117,8 +117,8 @@ class Model:
 
     @property
     def layer_params(self) -> float:
-        """Parameters of one layer: Q, K, V and output projections with biases (GPT) or
-        without (GQA models), the MLP, two norms (scale and bias)."""
+        """The parameters of one layer (Q, K, V and output projections with biases for a
+        GPT, without for the rotary models, the MLP, two norms with scale and bias)."""
         h, d = self.hidden, self.head_dim
         attn = h * (self.heads + 2 * self.g) * d + h * h
         mlp = self.mlp_matrices * h * self.f
@@ -164,10 +164,11 @@ class Model:
 
 @dataclass(frozen=True)
 class Cluster:
-    """``gpus`` GPUs of kind ``gpu`` (a key of :data:`GPUS`) in servers described by the
-    NCCL topology preset ``topology`` (with ``nics_per_node`` / ``nic_gbps`` overrides,
-    e.g. BLOOM's four 100 Gb/s Omni-Path links per node). ``gpu_bytes`` defaults to the
-    datasheet's memory."""
+    """``gpus`` GPUs of kind ``gpu`` (a key of :data:`~scaleout.planner.model.GPUS`) in
+    servers described by the NCCL topology preset ``topology`` (with ``nics_per_node`` /
+    ``nic_gbps`` overrides, e.g. BLOOM's four 100 Gb/s Omni-Path links per node);
+    ``gpu_bytes``, ``peak_flops_override`` and ``hbm_override`` replace the datasheet's
+    memory, dense BF16 peak and HBM bandwidth."""
 
     name: str
     gpus: int
@@ -256,11 +257,11 @@ def model_from_table(name: str) -> Model:
 
 GPT3 = Model("GPT-3 175B", 96, 12288, 96)  # Brown et al. 2020, Table 2.1
 ONE_T = model_from_table("1T")
-#: Llama-2-70B as released (Touvron et al. 2023, Table 1 and the released config): 80
-#: layers, h = 8192, 64 heads, 8 KV heads, SwiGLU FFN 28,672, V = 32,000, s = 4,096.
+#: Llama-2-70B as released (Touvron et al. 2023, Table 1, and the released config), with
+#: 80 layers, h = 8192, 64 heads, 8 KV heads, SwiGLU FFN 28,672, V = 32,000, s = 4,096.
 LLAMA2_70B = Model("Llama-2-70B", 80, 8192, 64, seq=4096, vocab=32000, kv_heads=8,
                    ffn=28672, swiglu=True, tied_embeddings=False, positions=False)  # fmt: skip
-#: Llama 3 405B (Llama team 2024, Table 3): 126 layers, h = 16,384, 128 heads, 8 KV
+#: Llama 3 405B (Llama team 2024, Table 3), with 126 layers, h = 16,384, 128 heads, 8 KV
 #: heads, FFN 53,248 (SwiGLU), V = 128,256, s = 8,192 in the main pre-training stage.
 LLAMA3_405B = Model("Llama-3-405B", 126, 16384, 128, seq=8192, vocab=128256, kv_heads=8,
                     ffn=53248, swiglu=True, tied_embeddings=False, positions=False)  # fmt: skip

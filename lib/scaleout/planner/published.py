@@ -198,7 +198,7 @@ def _bloom() -> list[Run]:
             "eq3",
             "held-out",
             "BLOOM",
-            "bigscience2022bloom Section 3.4 (about 150 TFLOP/s)",
+            "bigscience2022bloom (model card: about 150 TFLOP/s per GPU)",
             "micro-batch 2 (tr11-176B-ml script); 4 x 100 Gb/s Omni-Path per node",
         )
     ]

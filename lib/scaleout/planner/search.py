@@ -20,8 +20,10 @@ from .. import memory as MEM
 from .model import MAX_BATCH, RECOMPUTE, Cluster, Model
 from .step import OVERLAPS, PRECISIONS, Plan, Prediction, memory_many, predict
 
+#: The most plans one search enumerates; beyond it, narrow the space.
 MAX_PLANS = 200_000
-MAX_DIVISORS_OF = 2**32  # trial division to 2**16: microseconds; GPUs and batches are far below
+#: The largest number :func:`divisors` factorises (trial division up to 2**16).
+MAX_DIVISORS_OF = 2**32
 
 
 def divisors(n: int) -> list[int]:

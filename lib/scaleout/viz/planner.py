@@ -155,7 +155,7 @@ def validation_figure(rows) -> go.Figure:
 
 
 def batch_animation(grids, batches, model_name: str) -> go.Figure:
-    """One heatmap frame per global batch (``grids[k]`` from :func:`scaleout.planner.grid`
+    """One heatmap frame per global batch (``grids[k]`` from :func:`scaleout.planner.search.grid`
     at ``batches[k]``), on one (t, p) grid of rows and columns."""
     if not isinstance(grids, list | tuple) or not grids or len(grids) > 60:
         raise checks.fail("grids", "a list of 1 to 60 planner.Grid", grids)
@@ -248,8 +248,11 @@ def validation_table(rows) -> go.Figure:
         "error": [f"{r.error:+.1%}" for r in rows],
         "source": [r.run.source for r in rows],
     }
-    fig = new_figure(title="Published runs: measured and predicted seconds per step",
-                     height=120 + 26 * len(rows), margin=dict(l=10, r=10, t=50, b=10))
+    fig = new_figure(
+        title="Published runs: measured and predicted seconds per step",
+        height=120 + 26 * len(rows),
+        margin=dict(l=10, r=10, t=50, b=10),
+    )
     fig.add_trace(go.Table(
         columnwidth=[150, 60, 60, 110, 80, 80, 60, 420],
         header=dict(values=list(cols), align="left", fill_color="#E5E5E5"),
