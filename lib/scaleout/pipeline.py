@@ -48,7 +48,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from . import checks, memory
+from . import checks, hardware, memory
 
 SCHEDULES = ("naive", "gpipe", "1f1b", "interleaved", "zb-h1")
 PHASES = ("F", "B", "W")
@@ -68,9 +68,18 @@ BYTES_PER_PARAM = {
     "Megatron bf16: fp32 gradients": memory.bytes_per_param("adam", "megatron-bf16"),
     "Megatron fp16: fp16 gradients + fp32 copy": memory.bytes_per_param("adam", "megatron-fp16"),
 }
-# Memory per GPU in GB (1e9 bytes), from NVIDIA's datasheets (V100, A100 80GB, H100 SXM5,
-# H200 SXM).
-GPU_MEMORY_GB = {"V100 32GB": 32.0, "A100 80GB": 80.0, "H100 80GB": 80.0, "H200": 141.0}
+# Memory per GPU in GB (1e9 bytes), read from hardware's GPU table (its datasheet sources).
+GPU_MEMORY_GB = {
+    label: hardware.gpu(name).memory_gb
+    for label, name in (
+        ("V100 32GB", "V100-32GB"),
+        ("A100 80GB", "A100-80GB"),
+        ("H100 80GB", "H100-SXM"),
+        ("H200", "H200"),
+    )
+}
+#: The GPU memory (GB) assumed when none is named: an H100 SXM's 80 GB.
+DEFAULT_GPU_GB = hardware.gpu("H100-SXM").memory_gb
 
 
 def _check(name, p, m, v, group=None, simulated=True):
@@ -588,7 +597,7 @@ def model_state_bytes(params, bytes_per_param=16):
     return checks.as_output(checks.finite_result("params x bytes_per_param", out))
 
 
-def min_gpus(params, bytes_per_param=16, gpu_gb=80.0) -> int:
+def min_gpus(params, bytes_per_param=16, gpu_gb=DEFAULT_GPU_GB) -> int:
     """Fewest GPUs of ``gpu_gb`` GB whose memory holds the model states (ignoring
     activations, buffers and fragmentation, so a lower bound)."""
     params = checks.positive("params", params)

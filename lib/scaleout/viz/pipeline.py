@@ -396,7 +396,7 @@ def memory_figure(params, bytes_per_param, gpus):
     return fig
 
 
-def memory_per_gpu(params, bytes_per_param=16, gpu_gb=80.0, max_gpus=64, gpu_name=None):
+def memory_per_gpu(params, bytes_per_param=16, gpu_gb=P.DEFAULT_GPU_GB, max_gpus=64, gpu_name=None):
     """Model states per GPU when the model is cut evenly across 1..max_gpus GPUs, against
     one GPU's memory (``gpu_name``: its name, for the title); the fewest GPUs that fit is
     marked."""

@@ -1,0 +1,120 @@
+"""Published measurements of matrix-multiply throughput that the GEMM model uses or is
+checked against, every row with its source.
+
+* ``MAMF``: the "Maximum Achievable Matmul FLOPS comparison table" of the ML Engineering
+  Open Book (Stas Bekman, ``compute/accelerator/README.md``, repository stas00/ml-engineering
+  at commit 744d01e): the best mean TFLOP/s of ``torch.mm`` over a brute-force search of
+  shapes (M x N x K, K the reduction), BF16 and FP8 (``float8_e4m3fn``) inputs, no sparsity,
+  100 iterations after 50 warm-up, the L2 cache flushed between iterations
+  (``compute/accelerator/benchmarks/mamf-finder.py``, ``benchmark_mm``).
+* ``SWIGLU_SWEEP``: the SwiGLU MLP-size search on an H100 in the same book
+  (``training/performance/README.md``, section "SwiGLU-based MLP"; script
+  ``benchmarks/matrix-shape/swiglu-maf-bench.py``, written for Anthony et al., "The Case for
+  Co-Designing Model Architectures with Hardware", arXiv 2401.14489): ``torch.bmm`` of
+  4 x (4096 x d_ff) by (d_ff x 4096) in fp16, for d_ff near 8/3 x 4096.
+
+Anthony et al.'s own shape sweeps are published as plots only (their figures give no
+numbers in the text), so their qualitative rules are checked in chapter 13, not their
+figures' values.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from .. import checks
+
+_MAMF_SRC = (
+    "ML Engineering Open Book, compute/accelerator/README.md (stas00/ml-engineering @ "
+    "744d01e), Maximum Achievable Matmul FLOPS comparison table, {table}"
+)
+_SWIGLU_SRC = (
+    "ML Engineering Open Book, training/performance/README.md (stas00/ml-engineering @ "
+    "744d01e), SwiGLU-based MLP: swiglu-maf-bench.py on an H100, h = 4096"
+)
+MAX_DIM = 2**24
+
+
+@dataclass(frozen=True)
+class Measurement:
+    """One published GEMM measurement: ``batch`` products of (m x k) by (k x n) in ``dtype``
+    on ``accelerator`` at ``tflops`` (dense TFLOP/s achieved, 2 m n k batch / time)."""
+
+    accelerator: str  # as the source names it
+    dtype: str
+    m: int
+    n: int
+    k: int
+    tflops: float
+    source: str
+    batch: int = 1
+    note: str = ""
+
+    def __post_init__(self):
+        checks.text("accelerator", self.accelerator, 80)
+        checks.choice("dtype", self.dtype, ("fp32", "tf32", "bf16", "fp16", "fp8"))
+        for key in ("m", "n", "k"):
+            checks.integer(key, getattr(self, key), 1, MAX_DIM)
+        checks.positive("tflops", self.tflops, 1e6)
+        checks.text("source", self.source, 1000)
+        checks.integer("batch", self.batch, 1, 2**20)
+        if not isinstance(self.note, str) or len(self.note) > 1000:
+            raise checks.fail("note", "a string of at most 1000 characters", self.note)
+
+    @property
+    def shape(self) -> str:
+        """``"MxNxK"`` (with ``"B x "`` in front for a batched product)."""
+        prefix = f"{self.batch} x " if self.batch > 1 else ""
+        return f"{prefix}{self.m}x{self.n}x{self.k}"
+
+
+def _mamf(accelerator, dtype, tflops, m, n, k, note=""):
+    table = "BF16" if dtype == "bf16" else "FP8 (float8_e4m3fn)"
+    return Measurement(accelerator, dtype, m, n, k, tflops, _MAMF_SRC.format(table=table),
+                       note=note)  # fmt: skip
+
+
+#: The NVIDIA rows of the MAMF table (mean TFLOP/s at the best shape found).
+MAMF: tuple[Measurement, ...] = (
+    _mamf("NVIDIA A100 SXM", "bf16", 271.2, 1024, 10240, 5120, "torch 2.6.0+cu126"),
+    _mamf("NVIDIA GH200 SXM", "bf16", 828.6, 1024, 15360, 4096,
+          "torch 2.6.0+cu126; 900W 141GiB HBM3e version"),
+    _mamf("NVIDIA A100 PCIe", "bf16", 252.9, 2048, 5120, 6144, "torch 2.5.1+cu124"),
+    _mamf("NVIDIA H100 SXM", "bf16", 794.5, 2048, 2048, 13312,
+          "torch 2.7.0+cu126; the table notes: H200 is the same"),
+    _mamf("NVIDIA B300 SXM", "bf16", 1769.0, 12288, 18432, 1024,
+          "torch 2.9.1+cu130; same bf16 peak as B200"),
+    _mamf("NVIDIA B200 SXM", "bf16", 1745.0, 1792, 16128, 3072, "torch 2.7.1+cu128"),
+    _mamf("NVIDIA GB200 SXM", "bf16", 1822.0, 4096, 9728, 2048, "torch 2.10.0.dev+cu130"),
+    _mamf("NVIDIA GH200 SXM", "fp8", 1535.0, 1024, 14336, 14336, "torch 2.6.0+cu126; 900W"),
+    _mamf("NVIDIA B200 SXM", "fp8", 3432.5, 15360, 4096, 3072, "torch 2.7.1+cu128"),
+    _mamf("NVIDIA B300 SXM", "fp8", 3353.3, 3072, 6144, 7168, "torch 2.9.1+cu130"),
+    _mamf("NVIDIA H200 SXM", "fp8", 1453.4, 1280, 4096, 12032, "torch 2.7.1+cu128"),
+    _mamf("NVIDIA GB200 SXM", "fp8", 3615.6, 19456, 5120, 1536, "torch 2.10.0.dev+cu130"),
+    _mamf("NVIDIA H100 SXM", "fp8", 1402.6, 1024, 9216, 14336, "torch 2.7.0+cu126"),
+)  # fmt: skip
+
+
+def _swiglu(d_ff, tflops):
+    return Measurement("NVIDIA H100", "fp16", 4096, 4096, d_ff, tflops, _SWIGLU_SRC, batch=4)
+
+
+#: H100, fp16, ``torch.bmm`` of 4 x (4096 x d_ff) (d_ff x 4096): d_ff = 10922 = 8/3 x 4096
+#: is not a multiple of 8; the five others are the best of the search.
+SWIGLU_SWEEP: tuple[Measurement, ...] = tuple(
+    _swiglu(d, tf)
+    for d, tf in ((10922, 272.73), (10944, 398.38), (10848, 395.62), (10880, 395.52),
+                  (10912, 395.16), (11008, 395.01))
+)  # fmt: skip
+
+
+def mamf(accelerator: str, dtype: str = "bf16") -> Measurement:
+    """The ``MAMF`` row of ``accelerator`` (as the table names it) for ``dtype``."""
+    rows = {(r.accelerator, r.dtype): r for r in MAMF}
+    key = (
+        checks.text("accelerator", accelerator, 80),
+        checks.choice("dtype", dtype, ("bf16", "fp8")),
+    )
+    if key not in rows:
+        raise checks.fail("accelerator", f"one of the MAMF rows {sorted(rows)}", key)
+    return rows[key]

@@ -1,0 +1,140 @@
+"""The GEMM model beside published measurements: which rows calibrate it, the error on the
+others, and its skill (does it rank them right?).
+
+Rows (:mod:`scaleout.compute.published`):
+
+* ``fit``: the MAMF rows that set each GPU's ceiling (``CEILING_ROWS`` of
+  :mod:`scaleout.compute.gemm`). The model reproduces them by construction; their error
+  is zero and says nothing.
+* ``held-out``: MAMF rows of accelerators the table does not calibrate, priced on the
+  book's nearest GPU row: the A100 PCIe (same chip and peak as the SXM, at 250-300 W) on
+  A100-80GB, the GH200 (a Hopper GPU at 900 W) and the H200 on H200, the B300 (same bf16
+  and fp8 peaks as the B200) on B200.
+* ``sweep``: the H100 SwiGLU sweep (fp16 ``bmm``), priced on H100-SXM.
+
+Skill is Spearman's rank correlation between predicted and measured TFLOP/s.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from .. import checks
+from . import published as P
+from .gemm import CEILING_ROWS, gemm_time
+
+ROLES = ("fit", "held-out", "sweep")
+#: Held-out MAMF rows and the GPU row of ``hardware.GPUS`` that prices each.
+HELD_OUT = (
+    ("NVIDIA A100 PCIe", "bf16", "A100-80GB"),
+    ("NVIDIA GH200 SXM", "bf16", "H200"),
+    ("NVIDIA B300 SXM", "bf16", "B200"),
+    ("NVIDIA H200 SXM", "fp8", "H200"),
+    ("NVIDIA GH200 SXM", "fp8", "H200"),
+    ("NVIDIA B300 SXM", "fp8", "B200"),
+)
+
+
+@dataclass(frozen=True)
+class Row:
+    """One published measurement beside the model's prediction for it."""
+
+    measurement: P.Measurement
+    gpu: str  # the hardware.GPUS row that prices it
+    role: str
+    predicted_tflops: float
+    bound: str
+    tile: tuple[int, int]
+    waves: int
+
+    def __post_init__(self):
+        checks.instance("measurement", self.measurement, P.Measurement)
+        checks.text("gpu", self.gpu, 40)
+        checks.choice("role", self.role, ROLES)
+        checks.positive("predicted_tflops", self.predicted_tflops, 1e9)
+        checks.choice("bound", self.bound, ("compute", "memory"))
+        if not isinstance(self.tile, tuple) or len(self.tile) != 2:
+            raise checks.fail("tile", "a (Tm, Tn) pair of integers", self.tile)
+        for size in self.tile:
+            checks.integer("tile", size, 1, 4096)
+        checks.integer("waves", self.waves, 1, 2**62)
+
+    @property
+    def error(self) -> float:
+        """predicted / measured - 1."""
+        return self.predicted_tflops / self.measurement.tflops - 1.0
+
+
+def _row(measurement: P.Measurement, gpu: str, role: str) -> Row:
+    g = gemm_time(measurement.m, measurement.n, measurement.k, gpu, measurement.dtype,
+                  measurement.batch)  # fmt: skip
+    return Row(measurement, gpu, role, g.achieved_flops / 1e12, g.bound, g.tile, g.waves)
+
+
+def rows() -> tuple[Row, ...]:
+    """Every validation row: fit, held-out, then the sweep."""
+    fit = []
+    for (gpu, dtype), accelerator in CEILING_ROWS.items():
+        if gpu in ("A100-40GB", "H200"):  # the same row as A100-80GB / H100-SXM
+            continue
+        fit.append(_row(P.mamf(accelerator, dtype), gpu, "fit"))
+    held = [_row(P.mamf(acc, dtype), gpu, "held-out") for acc, dtype, gpu in HELD_OUT]
+    sweep = [_row(m, "H100-SXM", "sweep") for m in P.SWIGLU_SWEEP]
+    return tuple(fit + held + sweep)
+
+
+def ranks(x) -> np.ndarray:
+    """Ranks 1..n of ``x``, ties given their average rank (for Spearman's correlation)."""
+    x = checks.array("x", x, ndim=1, max_size=10**6)
+    order = np.argsort(x, kind="stable")
+    r = np.empty(x.size)
+    r[order] = np.arange(1, x.size + 1)
+    for value in np.unique(x):
+        tie = x == value
+        r[tie] = r[tie].mean()
+    return r
+
+
+def spearman(x, y) -> float:
+    """Spearman's rank correlation of two equally long 1-D arrays (NaN if one is constant)."""
+    x = checks.array("x", x, ndim=1, max_size=10**6)
+    y = checks.array("y", y, ndim=1, max_size=10**6)
+    if x.size != y.size or x.size < 2:
+        raise checks.fail("y", f"an array of {x.size} values (as many as x, at least 2)", y.size)
+    rx, ry = ranks(x) - (x.size + 1) / 2, ranks(y) - (y.size + 1) / 2
+    denom = np.sqrt((rx * rx).sum() * (ry * ry).sum())
+    return float("nan") if denom == 0 else float((rx * ry).sum() / denom)
+
+
+@dataclass(frozen=True)
+class Summary:
+    """Error and skill over the rows of one role."""
+
+    role: str
+    count: int
+    median_abs_error: float
+    max_abs_error: float
+    rank_correlation: float  # NaN when the model predicts one value for every row
+
+    def __post_init__(self):
+        checks.choice("role", self.role, ROLES)
+        checks.integer("count", self.count, 1, 10**6)
+        checks.nonnegative("median_abs_error", self.median_abs_error)
+        checks.nonnegative("max_abs_error", self.max_abs_error)
+        if not (
+            checks.is_real(self.rank_correlation)
+            and (self.rank_correlation != self.rank_correlation or -1 <= self.rank_correlation <= 1)
+        ):
+            raise checks.fail("rank_correlation", "a number in [-1, 1], or NaN",
+                              self.rank_correlation)  # fmt: skip
+
+
+def summary(role: str) -> Summary:
+    """:class:`Summary` of the rows of ``role`` (one of ``ROLES``)."""
+    role = checks.choice("role", role, ROLES)
+    chosen = [r for r in rows() if r.role == role]
+    err = np.abs([r.error for r in chosen])
+    rho = spearman([r.predicted_tflops for r in chosen], [r.measurement.tflops for r in chosen])
+    return Summary(role, len(chosen), float(np.median(err)), float(err.max()), rho)

@@ -1,0 +1,16 @@
+from fuzz import call
+
+from scaleout.compute import published as P
+
+BASELINES = {
+    "Row": call(P.MAMF[0], "A100-80GB", "fit", 271.2, "compute", (256, 128), 3),
+    "rows": call(),
+    "ranks": call([3.0, 1.0, 2.0, 2.0]),
+    "spearman": call([1.0, 2.0, 3.0], [2.0, 4.0, 5.0]),
+    "Summary": call("held-out", 6, 0.07, 0.2, 1.0),
+    "summary": call("held-out"),
+}
+NONFINITE_OK = {
+    "spearman": "NaN when one of the two arrays is constant (documented)",
+    "Summary": "rank_correlation is NaN when the model predicts one value",
+}
