@@ -15,8 +15,8 @@
   layers again: for a GPT that is Narayanan et al.'s eq. 3, ``96 B s l h^2 (1 + s/(6h) +
   V/(16 l h))``, the count behind their TFLOP/s.
 * :class:`Cluster` - GPUs of one kind in servers of one NCCL topology
-  (:func:`scaleout.nccl.topo.topology`): GPU memory, dense BF16 peak and HBM bandwidth from the
-  datasheets (:data:`GPUS`).
+  (:func:`scaleout.nccl.topo.topology`): GPU memory, dense BF16 peak and HBM bandwidth
+  from :func:`scaleout.hardware.gpu` (the datasheets).
 
 Limits: dimensions up to 2**20, layers up to 4096, sequences up to 2**20 tokens, batches
 up to 2**24 sequences, clusters up to 65,536 GPUs (``nccl.topo.MAX_RANKS``).
@@ -24,11 +24,13 @@ up to 2**24 sequences, clusters up to 65,536 GPUs (``nccl.topo.MAX_RANKS``).
 
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass
 
 import numpy as np
 
 from .. import checks, nccl
+from .. import hardware as H
 from .. import memory as MEM
 
 MAX_DIM = 2**20
@@ -39,17 +41,10 @@ MAX_GPUS = nccl.topo.MAX_RANKS
 MAX_EXPERTS = 4096
 RECOMPUTE = MEM.RECOMPUTE
 
-#: GPU facts from the datasheets, each (memory bytes, dense BF16 FLOP/s, HBM bytes/s, source).
-GPUS = {
-    "A100-80GB": (80e9, 312e12, 2.039e12, "NVIDIA A100 datasheet (2021): 80 GB HBM2e, "
-                  "2,039 GB/s, BF16 Tensor Core 312 TFLOP/s dense"),
-    "A100-40GB": (40e9, 312e12, 1.555e12, "NVIDIA A100 datasheet (2021): 40 GB HBM2, "
-                  "1,555 GB/s, BF16 Tensor Core 312 TFLOP/s dense"),
-    "H100-SXM": (80e9, 989e12, 3.35e12, "NVIDIA H100 datasheet: SXM5 80 GB HBM3, "
-                 "3.35 TB/s, BF16 Tensor Core 989 TFLOP/s dense (1,979 with sparsity)"),
-}  # fmt: skip
-#: The GPU generation each GPU belongs to (one calibration constant per generation).
-GENERATION = {"A100-80GB": "A100", "A100-40GB": "A100", "H100-SXM": "H100"}
+#: The GPUs a cluster may have (rows of :data:`scaleout.hardware.GPUS`), and the
+#: generation each belongs to (one calibration constant per generation).
+GENERATION = {"A100-80GB": "A100", "A100-40GB": "A100", "H100-SXM": "H100", "H200": "H100"}
+GPUS = tuple(GENERATION)
 
 
 def _dim(name, value, high=MAX_DIM):
@@ -183,7 +178,7 @@ class Cluster:
     def __post_init__(self):
         checks.text("name", self.name, 80)
         checks.integer("gpus", self.gpus, 1, MAX_GPUS)
-        checks.choice("gpu", self.gpu, tuple(GPUS))
+        checks.choice("gpu", self.gpu, GPUS)
         checks.choice("topology", self.topology, tuple(nccl.PRESETS))
         if self.nics_per_node is not None:
             checks.integer("nics_per_node", self.nics_per_node, 1, 64)
@@ -210,18 +205,30 @@ class Cluster:
         return max(1, self.gpus // self.gpus_per_node)
 
     @property
+    def gpu_row(self) -> H.GPU:
+        """The GPU's row of :data:`scaleout.hardware.GPUS`, with the overrides applied."""
+        row = H.gpu(self.gpu)
+        over = {}
+        if self.peak_flops_override is not None:
+            over["bf16_tflops"] = self.peak_flops_override / 1e12
+        if self.hbm_override is not None:
+            over["hbm_tb_per_s"] = self.hbm_override / 1e12
+        return dataclasses.replace(row, **over) if over else row
+
+    @property
     def memory_bytes(self) -> float:
-        return float(GPUS[self.gpu][0] if self.gpu_bytes is None else self.gpu_bytes)
+        """Memory of one GPU in bytes (the datasheet's GB, or ``gpu_bytes``)."""
+        return float(H.gpu(self.gpu).memory_gb * 1e9 if self.gpu_bytes is None else self.gpu_bytes)
 
     @property
     def peak_flops(self) -> float:
         """Dense BF16 FLOP/s of one GPU (datasheet, or ``peak_flops_override``)."""
-        return float(self.peak_flops_override or GPUS[self.gpu][1])
+        return float(self.gpu_row.peak_flops("bf16"))
 
     @property
     def hbm_bytes_per_s(self) -> float:
         """HBM bytes/s of one GPU (datasheet, or ``hbm_override``)."""
-        return float(self.hbm_override or GPUS[self.gpu][2])
+        return float(self.gpu_row.hbm_bytes_per_s)
 
     @property
     def generation(self) -> str:
