@@ -41,9 +41,9 @@ MAX_GPUS = nccl.topo.MAX_RANKS
 MAX_EXPERTS = 4096
 RECOMPUTE = MEM.RECOMPUTE
 
-#: The GPUs a cluster may have (rows of :data:`scaleout.hardware.GPUS`), and the
-#: generation each belongs to (one calibration constant per generation).
+#: The GPU generation of each GPU a cluster may have (one calibration per generation).
 GENERATION = {"A100-80GB": "A100", "A100-40GB": "A100", "H100-SXM": "H100", "H200": "H100"}
+#: The GPUs a cluster may have, names of rows of :data:`scaleout.hardware.GPUS`.
 GPUS = tuple(GENERATION)
 
 
