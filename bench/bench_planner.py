@@ -3,7 +3,8 @@
     .venv/bin/python bench/bench_planner.py [--reps 3]
 
 1. Cold: :func:`scaleout.planner.search` with every cache empty (NCCL's tuning tables,
-   the layer times, the collectives), as the first explorer state of a chapter sees it.
+   the compute model's GEMM, layer and head times, the collectives), as the first
+   explorer state of a chapter sees it.
 2. Warm: the same search again (caches full), as every later state sees it.
 3. Side by side: memory of every candidate vectorised (:func:`scaleout.planner.step.memory_many`)
    against one :func:`~scaleout.planner.step.memory_bytes` call per candidate; the ratio
@@ -20,13 +21,21 @@ import time
 
 from scaleout import nccl
 from scaleout import planner as PL
+from scaleout.compute import gemm, head, layer
 from scaleout.planner import comm, compute_term, step
 
 
 def clear() -> None:
-    comm._collective.cache_clear()
-    compute_term._layer_times.cache_clear()
-    nccl.model._table.cache_clear()
+    for cached in (
+        comm._collective,
+        compute_term._layer_times,
+        nccl.model._table,
+        layer._layer_time,
+        head._head_time,
+        gemm._gemm_time,
+        gemm._ceiling,
+    ):
+        cached.cache_clear()  # fmt: skip
 
 
 def best_of(reps: int, fn, cold: bool):
