@@ -1,8 +1,9 @@
 """A 2 x 2 x 2 (data x pipeline x tensor) mesh on 8 processes, checked against one process.
 
-Run it under torchrun (gloo on CPU)::
+Run it under torchrun (gloo on CPU by default; ``--backend nccl`` puts every tensor on
+``cuda:LOCAL_RANK``, eight GPUs)::
 
-    torchrun --standalone --nproc-per-node 8 -m scaleout.demos.planner
+    torchrun --standalone --nproc-per-node 8 -m scaleout.demos.planner [--backend nccl]
 
 or, from a notebook or a test, the same worker on forked CPU processes::
 
@@ -23,21 +24,29 @@ means an error below 1e-10. The exit status is non-zero on any mismatch.
 
 from __future__ import annotations
 
+import argparse
 import sys
 
 import torch
 import torch.distributed as dist
 import torch.nn.functional as F
 
+from scaleout.demos.common import BACKENDS, default_device, init_from_env
+
 TOLERANCE = 1e-10
 
 
-def train_3d(rank, world_size, dp=2, pp=2, tp=2, batch=8, hidden=8, steps=3, lr=0.1):
-    """One rank of the 3D run; returns its losses and its errors against one process."""
-    torch.manual_seed(0)  # every rank draws the same full weights and data
+def train_3d(rank, world_size, dp=2, pp=2, tp=2, batch=8, hidden=8, steps=3, lr=0.1,
+             device=None):  # fmt: skip
+    """One rank of the 3D run; returns its losses and its errors against one process.
+    ``device``: where this rank's tensors live (default: the CPU; ``cuda:k`` under nccl)."""
+    dev = torch.device("cpu") if device is None else device
+    torch.manual_seed(0)  # every rank draws the same full weights and data (on the host)
     w1 = [torch.randn(hidden, 2 * hidden, dtype=torch.float64) / hidden**0.5 for _ in range(pp)]
     w2 = [torch.randn(2 * hidden, hidden, dtype=torch.float64) / hidden**0.5 for _ in range(pp)]
     x, y = torch.randn(batch, hidden, dtype=torch.float64), torch.randn(batch, hidden).double()
+    w1, w2 = [w.to(dev) for w in w1], [w.to(dev) for w in w2]
+    x, y = x.to(dev), y.to(dev)
 
     # One process: the reference, full batch, plain SGD on the mean squared error.
     ref = [w.clone().requires_grad_() for w in w1 + w2]
@@ -104,12 +113,12 @@ def train_3d(rank, world_size, dp=2, pp=2, tp=2, batch=8, hidden=8, steps=3, lr=
 
     losses = []
     for _ in range(steps):
-        inputs, outputs, total = [], [], torch.zeros((), dtype=torch.float64)
+        inputs, outputs, total = [], [], torch.zeros((), dtype=torch.float64, device=dev)
         for mb in range(2):  # forwards
             if prev is None:
                 h_in = x[rows][mb * micro : (mb + 1) * micro]
             else:
-                h_in = torch.empty(micro, hidden, dtype=torch.float64)
+                h_in = torch.empty(micro, hidden, dtype=torch.float64, device=dev)
                 dist.recv(h_in, src=prev)
                 h_in.requires_grad_()
             h_out = h_in + G_op.apply(F.gelu(F_op.apply(h_in) @ my_w1) @ my_w2)  # (b, h)
@@ -125,7 +134,7 @@ def train_3d(rank, world_size, dp=2, pp=2, tp=2, batch=8, hidden=8, steps=3, lr=
             if nxt is None:
                 outputs[mb].backward()
             else:
-                grad = torch.empty(micro, hidden, dtype=torch.float64)
+                grad = torch.empty(micro, hidden, dtype=torch.float64, device=dev)
                 dist.recv(grad, src=nxt)
                 outputs[mb].backward(grad)
             if prev is not None:
@@ -155,14 +164,18 @@ def train_3d(rank, world_size, dp=2, pp=2, tp=2, batch=8, hidden=8, steps=3, lr=
 
 
 def main(argv=None) -> int:
-    from scaleout.demos.common import init_from_env
-
-    rank, world = init_from_env("gloo")
+    """Entry point under torchrun; returns the exit status (0: the mesh equals one process)."""
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--backend", choices=BACKENDS, default="gloo")
+    parser.add_argument("--timeout-s", type=float, default=60.0, help="per-collective limit")
+    args = parser.parse_args(argv)
+    rank, world = init_from_env(args.backend, args.timeout_s)
     if world != 8:
         raise SystemExit(f"run with --nproc-per-node 8 (a 2 x 2 x 2 mesh), got {world}")
-    out = train_3d(rank, world)
+    device = default_device()  # collectives take tensors on the backend's device (nccl: CUDA)
+    out = train_3d(rank, world, device=device)
     ok = out["weight_error"] < TOLERANCE and out["loss_error"] < TOLERANCE
-    flags = torch.tensor([0 if ok else 1])
+    flags = torch.tensor([0 if ok else 1], device=device)
     dist.all_reduce(flags)
     if rank == world - 1:
         print(f"losses {[round(v, 10) for v in out['losses']]}")

@@ -1,186 +1,185 @@
-"""Figures of chapter 14 (planner): step time over (t, p), breakdown bars, validation.
+"""Figures of chapter 14 (planner): step breakdowns with overlap, heatmaps, validation.
 
 Every number drawn comes from :mod:`scaleout.planner`; nothing is computed here.
 """
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
 import plotly.graph_objects as go
 
+from .. import checks
 from .. import planner as PL
 from .animate import animation
 from .theme import NEUTRAL, new_figure, rank_color
 
 PART_NAMES = {
-    "compute_s": "compute",
-    "bubble_s": "pipeline bubble",
-    "tp_s": "TP communication",
-    "pp_s": "PP communication",
-    "dp_s": "DP communication",
+    "compute": "compute",
+    "bubble": "pipeline bubble",
+    "tp": "TP communication (exposed)",
+    "pp": "PP communication",
+    "dp": "DP communication (exposed)",
+    "optimizer": "optimizer step",
 }
+HIDDEN_NAMES = {"tp": "TP hidden by overlap", "dp": "DP hidden by overlap"}
 
 
-def plan_label(plans: PL.Plans, i: int) -> str:
-    r = plans.row(i)
-    return (
-        f"t={r['t']} p={r['p']} d={r['d']} b={r['b']} m={r['m']} ZeRO-{r['zero']} {r['recompute']}"
-    )
+def plan_label(plan: PL.Plan) -> str:
+    """A short label: t, p, d, b, v, ZeRO, recomputation, SP."""
+    plan = checks.instance("plan", plan, PL.Plan)
+    sp = " SP" if plan.sp else ""
+    v = f" v={plan.v}" if plan.v > 1 else ""
+    return (f"t={plan.t} p={plan.p} d={plan.d} b={plan.b}{v} ZeRO-{plan.zero} "
+            f"{plan.recompute}{sp}")  # fmt: skip
 
 
-def heatmap_traces(plans: PL.Plans, ts=None, ps=None) -> list[go.Heatmap]:
-    """Two heatmaps on the (p, t) grid ``ps`` x ``ts`` (default: those in ``plans``): grey
-    where (t, p) exists but no plan fits, and the best step time (s) where one does."""
-    pts, pps, grid = PL.best_per_tp(plans)
-    possible = PL.possible_per_tp(plans)
-    ts = list(pts if ts is None else ts)
-    ps = list(pps if ps is None else ps)
-    full = np.full((len(ts), len(ps)), np.nan)
-    able = np.zeros((len(ts), len(ps)), dtype=bool)
-    for i, t in enumerate(pts):
-        for j, p in enumerate(pps):
-            if t in ts and p in ps:
-                full[ts.index(t), ps.index(p)] = grid[i, j]
-                able[ts.index(t), ps.index(p)] = possible[i, j]
-    x, y = [str(p) for p in ps], [str(t) for t in ts]
-    masked = np.where(able & np.isnan(full), 1.0, np.nan)
-    text = [[("" if np.isnan(v) else f"{v:.3g}") for v in row] for row in full]
+def _predictions(name, preds):
+    if not isinstance(preds, list | tuple) or not preds:
+        raise checks.fail(name, "a non-empty list of planner.Prediction", preds)
+    return [checks.instance(name, p, PL.Prediction) for p in preds[:64]]
+
+
+def breakdown_figure(preds, labels=None, title: str = "") -> go.Figure:
+    """Stacked bars of each prediction's step along the critical path (compute, bubble,
+    exposed TP / PP / DP, optimizer), and, hatched beyond it, the communication that
+    overlap hid behind compute (it costs nothing: the bar's solid part is the step)."""
+    preds = _predictions("preds", preds)
+    if labels is None:
+        labels = [plan_label(p.plan) for p in preds]
+    if not isinstance(labels, list | tuple):
+        raise checks.fail("labels", "None or a list of strings", labels)
+    labels = [checks.text("label", x, 120) for x in labels]
+    if len(labels) != len(preds):
+        raise checks.fail("labels", f"{len(preds)} labels, one per prediction", labels)
+    y = labels[::-1]
+    fig = new_figure(
+        title=title or "Where a step's time goes", barmode="stack",
+        xaxis=dict(title="seconds per step"), yaxis=dict(title="plan", automargin=True),
+        height=220 + 40 * len(preds), legend=dict(orientation="h", y=-0.22),
+    )  # fmt: skip
+    for j, (key, name) in enumerate(PART_NAMES.items()):
+        vals = [p.parts.get(key, 0.0) for p in preds][::-1]
+        color = NEUTRAL if key == "compute" else rank_color(j)
+        fig.add_trace(go.Bar(y=y, x=vals, name=name, orientation="h", marker_color=color,
+                             hovertemplate=name + ": %{x:.3g} s<extra></extra>"))  # fmt: skip
+    for key, name in HIDDEN_NAMES.items():
+        vals = [p.hidden.get(key, 0.0) for p in preds][::-1]
+        j = list(PART_NAMES).index(key)
+        fig.add_trace(go.Bar(
+            y=y, x=vals, name=name, orientation="h", opacity=0.45,
+            marker=dict(color="white", line=dict(color=rank_color(j), width=1.5),
+                        pattern=dict(shape="/", fgcolor=rank_color(j))),
+            hovertemplate=name + ": %{x:.3g} s (not on the critical path)<extra></extra>",
+        ))  # fmt: skip
+    return fig
+
+
+def heatmap_traces(grid: PL.Grid) -> list[go.Heatmap]:
+    """Grey where the pair has plans but none fits; the best step time (s) where one does."""
+    grid = checks.instance("grid", grid, PL.Grid)
+    best = np.array(grid.best, dtype=np.float64)
+    possible = np.array(grid.possible, dtype=bool)
+    x, y = [str(v) for v in grid.col_values], [str(v) for v in grid.row_values]
+    masked = np.where(possible & np.isnan(best), 1.0, np.nan)
+    text = [["" if math.isnan(v) else f"{v:.3g}" for v in row] for row in best]
     return [
-        go.Heatmap(
-            x=x, y=y, z=masked, showscale=False, name="does not fit",
-            colorscale=[[0, "#D9D9D9"], [1, "#D9D9D9"]], hoverinfo="skip",
-        ),
-        go.Heatmap(
-            x=x, y=y, z=full, text=text, texttemplate="%{text}", colorscale="Viridis",
-            reversescale=True, colorbar=dict(title="step time (s)"), name="fits",
-            hovertemplate="t=%{y}, p=%{x}<br>best step %{z:.3g} s<extra></extra>",
-        ),
+        go.Heatmap(x=x, y=y, z=masked, showscale=False, name="does not fit",
+                   colorscale=[[0, "#D9D9D9"], [1, "#D9D9D9"]], hoverinfo="skip"),
+        go.Heatmap(x=x, y=y, z=best, text=text, texttemplate="%{text}", colorscale="Viridis",
+                   reversescale=True, colorbar=dict(title="step (s)"), name="fits",
+                   hovertemplate=(f"{grid.rows}=%{{y}}, {grid.cols}=%{{x}}<br>best step "
+                                  "%{z:.3g} s<extra></extra>")),
     ]  # fmt: skip
 
 
-def _title(title: str, subtitle: str = "") -> str:
-    return f"{title}<br><sup>{subtitle}</sup>" if subtitle else title
+AXIS_NAMES = {"t": "tensor-parallel size t", "p": "pipeline stages p", "d": "data-parallel size d",
+              "b": "micro-batch size b", "v": "chunks per GPU v", "zero": "ZeRO stage"}  # fmt: skip
 
 
-def _heatmap_layout(title: str) -> dict:
-    return dict(
-        title=title,
-        margin=dict(t=80, b=90),
-        xaxis=dict(title="pipeline stages p", type="category"),
-        yaxis=dict(title="tensor-parallel size t", type="category"),
-        height=440,
-    )
+def _layout(grid: PL.Grid, title: str) -> dict:
+    return dict(title=title, margin=dict(t=80, b=90), height=440,
+                xaxis=dict(title=AXIS_NAMES[grid.cols], type="category"),
+                yaxis=dict(title=AXIS_NAMES[grid.rows], type="category"))  # fmt: skip
 
 
-def heatmap_figure(plans: PL.Plans, title: str = "", subtitle: str = "") -> go.Figure:
-    """Best predicted step time (s) for each (t, p) over d, b, ZeRO stage and
-    recomputation (:func:`scaleout.planner.best_per_tp`); grey: no plan fits memory."""
-    title = _title(title or "Best predicted step time per (t, p)", subtitle)
-    fig = new_figure(**_heatmap_layout(title))
-    fig.add_traces(heatmap_traces(plans))
-    fig.add_annotation(
-        text="grey: no plan fits in memory; blank: (t, p) impossible",
-        xref="paper", yref="paper", x=0, y=-0.22, showarrow=False, font=dict(size=11),
+def heatmap_figure(grid: PL.Grid, title: str = "", subtitle: str = "") -> go.Figure:
+    """Best predicted step time over the other plan fields, for each pair of ``grid``."""
+    grid = checks.instance("grid", grid, PL.Grid)
+    head = title or f"Best predicted step per ({grid.rows}, {grid.cols})"
+    fig = new_figure(**_layout(grid, f"{head}<br><sup>{subtitle}</sup>" if subtitle else head))
+    fig.add_traces(heatmap_traces(grid))
+    fig.add_annotation(text="grey: no plan fits in memory; blank: no legal plan",
+                       xref="paper", yref="paper", x=0, y=-0.22, showarrow=False,
+                       font=dict(size=11))  # fmt: skip
+    return fig
+
+
+def validation_figure(rows) -> go.Figure:
+    """Predicted against measured seconds per step (log-log), one marker per published run,
+    coloured by source, filled when held out, open when fitted; the diagonal is exact."""
+    if not isinstance(rows, list | tuple) or not rows:
+        raise checks.fail("rows", "a non-empty list of planner Row records", rows)
+    rows = [checks.instance("rows", r, PL.Row) for r in rows]
+    sources = list(dict.fromkeys(r.run.sweep.split(",")[0] for r in rows))
+    lo = min(min(r.measured_s, r.predicted_s) for r in rows) / 1.3
+    hi = max(max(r.measured_s, r.predicted_s) for r in rows) * 1.3
+    fig = new_figure(
+        title="Published runs against the planner (filled: held out; open: fitted)",
+        xaxis=dict(title="measured seconds per step", type="log"),
+        yaxis=dict(title="predicted seconds per step", type="log"),
+        height=520, legend=dict(orientation="h", y=-0.2),
     )  # fmt: skip
-    return fig
-
-
-def breakdown_figure(plans: PL.Plans, k: int = 8, title: str = "") -> go.Figure:
-    """Stacked bars of the ``k`` best plans' step time: compute, bubble, TP, PP, DP."""
-    k = min(k, len(plans))
-    labels = [plan_label(plans, i) for i in range(k)][::-1]
-    fig = new_figure(
-        title=title or f"Where the time goes: the {k} best plans",
-        xaxis=dict(title="predicted step time (s)"),
-        yaxis=dict(title="plan"),
-        barmode="stack",
-        height=260 + 34 * k,
-        margin=dict(l=300),
-        legend=dict(orientation="h", y=-0.25),
-    )
-    for j, (col, name) in enumerate(PART_NAMES.items()):
-        vals = getattr(plans, col)[:k][::-1]
-        color = NEUTRAL if col == "compute_s" else rank_color(j)
-        fig.add_trace(
-            go.Bar(
-                y=labels, x=vals, name=name, orientation="h", marker_color=color,
-                hovertemplate=name + ": %{x:.3g} s<extra></extra>",
-            )
-        )  # fmt: skip
-    return fig
-
-
-def validation_figure(names, published, predicted_same, predicted_best) -> go.Figure:
-    """Per-GPU throughput (TFLOP/s) published, predicted for the published plan, and
-    predicted for the planner's best plan, one group of bars per model."""
-    fig = new_figure(
-        title="Narayanan et al. 2021, Table 1, against the planner",
-        xaxis=dict(title="model (parameters)", type="category"),
-        yaxis=dict(title="throughput per GPU (TFLOP/s)"),
-        barmode="group",
-        height=420,
-        legend=dict(orientation="h", y=-0.25),
-    )
-    for j, (vals, name) in enumerate(
-        (
-            (published, "published"),
-            (predicted_same, "predicted, published (t, p, d)"),
-            (predicted_best, "predicted, planner's best plan"),
+    fig.add_trace(
+        go.Scatter(
+            x=[lo, hi],
+            y=[lo, hi],
+            mode="lines",
+            name="exact",
+            line=dict(color="#888888", dash="dot"),
+            hoverinfo="skip",
         )
-    ):
-        fig.add_trace(
-            go.Bar(
-                x=list(names), y=list(vals), name=name, marker_color=rank_color(j),
-                hovertemplate="%{x}: %{y:.0f} TFLOP/s<extra>" + name + "</extra>",
-            )
-        )  # fmt: skip
+    )
+    for j, src in enumerate(sources):
+        sel = [r for r in rows if r.run.sweep.split(",")[0] == src]
+        fig.add_trace(go.Scatter(
+            x=[r.measured_s for r in sel], y=[r.predicted_s for r in sel], mode="markers",
+            name=src, text=[f"{r.run.key}: {r.error:+.0%}" for r in sel],
+            marker=dict(size=10, color=rank_color(j),
+                        symbol=["circle" if r.run.split == "held-out" else "circle-open"
+                                for r in sel], line=dict(width=2, color=rank_color(j))),
+            hovertemplate="%{text}<br>measured %{x:.3g} s, predicted %{y:.3g} s<extra></extra>",
+        ))  # fmt: skip
     return fig
 
 
-def explorer_figure(preset: str, gpus: int, global_batch: int, achievable_fraction: float,
-                    max_microbatch: int = 8) -> go.Figure:  # fmt: skip
-    """The heatmap for a preset model on ``gpus`` GPUs of the preset's kind (explorer)."""
-    model, cluster, _ = PL.PRESETS[preset]
-    cluster = PL.Cluster(
-        f"{gpus} GPUs", gpus, cluster.gpus_per_server, cluster.gpu_bytes, cluster.peak_flops,
-        cluster.intra, cluster.inter,
-    )  # fmt: skip
-    try:
-        plans = PL.candidates(model, cluster, global_batch, achievable_fraction,
-                              max_microbatch=max_microbatch)  # fmt: skip
-    except ValueError as e:
-        fig = new_figure(title=str(e)[:90], xaxis=dict(title="pipeline stages p"),
-                         yaxis=dict(title="tensor-parallel size t"))  # fmt: skip
-        return fig
-    title = f"{model.name} on {gpus} GPUs, batch {global_batch}"
-    if plans.fits.any():
-        best = PL.search_plans(plans)
-        subtitle = f"best: {plan_label(best, 0)}, MFU {best.mfu[0]:.0%}"
-    else:
-        subtitle = "no plan fits in memory"
-    return heatmap_figure(plans, title, subtitle)
-
-
-def batch_animation(plan_sets, batches, model_name: str) -> go.Figure:
-    """One heatmap frame per global batch (``plan_sets[k]`` from
-    :func:`scaleout.planner.candidates` at ``batches[k]``), on one fixed (t, p) grid."""
-    ts = sorted({int(t) for pl in plan_sets for t in pl.t})
-    ps = sorted({int(p) for pl in plan_sets for p in pl.p})
+def batch_animation(grids, batches, model_name: str) -> go.Figure:
+    """One heatmap frame per global batch (``grids[k]`` from :func:`scaleout.planner.search.grid`
+    at ``batches[k]``), on one (t, p) grid of rows and columns."""
+    if not isinstance(grids, list | tuple) or not grids or len(grids) > 60:
+        raise checks.fail("grids", "a list of 1 to 60 planner.Grid", grids)
+    grids = [checks.instance("grids", g, PL.Grid) for g in grids]
+    if not isinstance(batches, list | tuple):
+        raise checks.fail("batches", "a list of global batches", batches)
+    batches = [checks.integer("batch", b, 1, 2**24) for b in batches]
+    if len(batches) != len(grids):
+        raise checks.fail("batches", f"{len(grids)} batches, one per grid", batches)
+    checks.text("model_name", model_name, 80)
     frames, titles = [], []
-    for pl, batch in zip(plan_sets, batches, strict=True):
-        frames.append(heatmap_traces(pl, ts, ps))
-        best = PL.search_plans(pl)
-        titles.append(_title(f"{model_name}, batch B = {batch}", f"best: {plan_label(best, 0)}"))
-    return animation(
-        frames, [str(b) for b in batches], frame_titles=titles,
-        slider_prefix="global batch B = ", **_heatmap_layout(titles[0]),
-    )  # fmt: skip
+    for g, batch in zip(grids, batches, strict=True):
+        frames.append(heatmap_traces(g))
+        best = g.results[0].plan
+        titles.append(f"{model_name}, batch B = {batch}<br><sup>best: {plan_label(best)}</sup>")
+    return animation(frames, [str(b) for b in batches], frame_titles=titles,
+                     slider_prefix="global batch B = ", **_layout(grids[0], titles[0]))  # fmt: skip
 
 
 def mesh_figure(dp: int = 2, pp: int = 2, tp: int = 2) -> go.Figure:
     """The rank grid ``arange(dp pp tp).reshape(dp, pp, tp)`` drawn flat: one row per data-
     parallel replica, pipeline stages left to right, tensor-parallel ranks side by side in a
     box (one server's NVLink domain); dashed: pipeline groups, dotted: data groups."""
+    dp, pp, tp = (checks.integer(n, x, 1, 8) for n, x in (("dp", dp), ("pp", pp), ("tp", tp)))
     grid = np.arange(dp * pp * tp).reshape(dp, pp, tp)
 
     def xy(i, j, k):
@@ -228,3 +227,55 @@ def mesh_figure(dp: int = 2, pp: int = 2, tp: int = 2) -> go.Figure:
         )
     )  # fmt: skip
     return fig
+
+
+def validation_table(rows) -> go.Figure:
+    """The validation table as a figure: run, split, measured and predicted seconds per
+    step, error, and the source of each row."""
+    if not isinstance(rows, list | tuple) or not rows:
+        raise checks.fail("rows", "a non-empty list of planner Row records", rows)
+    rows = [checks.instance("rows", r, PL.Row) for r in rows]
+    cols = {
+        "run": [r.run.key for r in rows],
+        "split": [r.run.split for r in rows],
+        "GPUs": [f"{r.run.cluster.gpus:,}" for r in rows],
+        "plan (t, p, d, b, v)": [
+            f"{r.run.plan.t}, {r.run.plan.p}, {r.run.plan.d}, {r.run.plan.b}, {r.run.plan.v}"
+            for r in rows
+        ],
+        "measured s": [f"{r.measured_s:.3g}" for r in rows],
+        "predicted s": [f"{r.predicted_s:.3g}" for r in rows],
+        "error": [f"{r.error:+.1%}" for r in rows],
+        "source": [r.run.source for r in rows],
+    }
+    fig = new_figure(
+        title="Published runs: measured and predicted seconds per step",
+        height=120 + 26 * len(rows),
+        margin=dict(l=10, r=10, t=50, b=10),
+    )
+    fig.add_trace(go.Table(
+        columnwidth=[150, 60, 60, 110, 80, 80, 60, 420],
+        header=dict(values=list(cols), align="left", fill_color="#E5E5E5"),
+        cells=dict(values=list(cols.values()), align="left", height=24),
+    ))  # fmt: skip
+    return fig
+
+
+def explorer_figure(preset: str, gpus: int, global_batch: int, overlap: str) -> go.Figure:
+    """The (t, p) heatmap for a preset model on ``gpus`` GPUs of the preset's kind, at
+    ``global_batch``, with TP ``overlap`` (the explorer's figure; the planner computes)."""
+    checks.choice("preset", preset, tuple(PL.PRESETS))
+    model, cluster, _ = PL.PRESETS[preset]
+    gpus = checks.integer("gpus", gpus, 8, PL.model.MAX_GPUS)
+    checks.choice("overlap", overlap, PL.OVERLAPS)
+    cl = PL.Cluster(f"{gpus} GPUs", gpus, cluster.gpu, cluster.topology)
+    space = PL.Space(overlap=overlap)
+    try:
+        g = PL.grid(model, cl, global_batch, space=space,
+                    calibration=PL.calibration(cl.generation))  # fmt: skip
+    except ValueError as e:
+        return new_figure(title=str(e)[:100], xaxis=dict(title="pipeline stages p"),
+                          yaxis=dict(title="tensor-parallel size t"), height=440)  # fmt: skip
+    best = g.results[0]
+    sub = f"best: {plan_label(best.plan)}, {best.step_s:.3g} s, MFU {best.mfu:.0%}"
+    return heatmap_figure(g, f"{model.name} on {gpus:,} GPUs, B = {global_batch}", sub)

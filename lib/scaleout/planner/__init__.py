@@ -1,0 +1,80 @@
+"""Planning 3D parallelism: predict a plan's step from the parts the book teaches, search
+the plans, and check the predictions against published runs.
+
+Taught in chapter 14, "Putting it together" (``chapters/14_planner.ipynb``). The parts:
+
+* :mod:`~scaleout.planner.model` - the model's shape
+  (:class:`~scaleout.planner.model.Model`: GQA, FFN, SwiGLU, vocabulary, tied embeddings,
+  fields for experts) and the cluster (:class:`~scaleout.planner.model.Cluster` on an NCCL
+  topology; :func:`~scaleout.planner.model.a100_cluster`,
+  :func:`~scaleout.planner.model.h100_cluster`).
+* :mod:`~scaleout.planner.compute_term` - one layer's compute time (the only contact
+  with the compute model).
+* :mod:`~scaleout.planner.comm` - TP, PP and DP traffic priced with :mod:`scaleout.nccl`,
+  and what overlap hides.
+* :mod:`~scaleout.planner.step` - :class:`~scaleout.planner.step.Plan` and
+  :func:`~scaleout.planner.step.predict`: step seconds, its breakdown, memory per GPU,
+  throughput and MFU.
+* :mod:`~scaleout.planner.search` - every legal plan
+  (:func:`~scaleout.planner.search.candidates`), ranked
+  (:func:`~scaleout.planner.search.search`), summarised over two fields
+  (:func:`~scaleout.planner.search.grid`).
+* :mod:`~scaleout.planner.published` - the published runs, the calibration (one constant
+  per GPU generation, fitted on declared rows), held-out error and skill.
+"""
+
+from .comm import BUCKET_PARAMS
+from .model import (
+    GENERATION,
+    GPT3,
+    GPUS,
+    LLAMA2_70B,
+    LLAMA3_405B,
+    ONE_T,
+    Cluster,
+    Model,
+    a100_cluster,
+    h100_cluster,
+    model_from_table,
+    training_days,
+)
+from .published import (
+    BestPlan,
+    Row,
+    Run,
+    Summary,
+    calibration,
+    flops_per_gpu,
+    runs,
+    summary,
+    table1_best,
+    validation,
+)
+from .search import MAX_PLANS, Grid, Space, candidates, divisors, grid, search
+from .step import (
+    OVERLAPS,
+    PARTS,
+    PRECISIONS,
+    Plan,
+    Prediction,
+    activation_bytes,
+    check_plan,
+    memory_bytes,
+    predict,
+)
+
+#: The chapter's preset settings, each a (model, cluster, global batch) triple.
+PRESETS = {
+    "GPT-3 175B, 1,024 A100": (GPT3, a100_cluster(1024), 1536),
+    "1T, 3,072 A100": (ONE_T, a100_cluster(3072), 3072),
+    "Llama-2-70B, 256 H100": (LLAMA2_70B, h100_cluster(256), 512),
+}
+
+__all__ = [
+    "BUCKET_PARAMS", "GENERATION", "GPT3", "GPUS", "LLAMA2_70B", "LLAMA3_405B", "MAX_PLANS",
+    "ONE_T", "OVERLAPS", "PARTS", "PRECISIONS", "PRESETS", "BestPlan", "Cluster", "Grid",
+    "Model", "Plan", "Prediction", "Row", "Run", "Space", "Summary", "a100_cluster",
+    "activation_bytes", "calibration", "candidates", "check_plan", "divisors",
+    "flops_per_gpu", "grid", "h100_cluster", "memory_bytes", "model_from_table", "predict",
+    "runs", "search", "summary", "table1_best", "training_days", "validation",
+]  # fmt: skip
