@@ -17,7 +17,9 @@ import plotly.graph_objects as go
 
 from .. import checks
 from .. import collectives as C
+from .. import hardware as H
 from .. import tensor_parallel as tp
+from ..tensor_parallel import network as tpn
 from .animate import animation
 from .theme import NEUTRAL, new_figure, rank_color
 
@@ -315,10 +317,12 @@ def comm_time_figure(
     peak_flops: float = tp.H100_SXM_BF16_DENSE_FLOPS,
 ) -> go.Figure:
     """Communication time per layer (forward + backward, one micro-batch) against t for
-    both topologies of :func:`~scaleout.tensor_parallel.collective_seconds`, with the
-    ideal compute time per GPU, and the server boundary marked. ``ts``: at most MAX_TS
-    sizes; those that do not divide h, or cross the boundary without filling whole servers,
-    are left out."""
+    NCCL's model and the two alpha-beta topologies of
+    :func:`~scaleout.tensor_parallel.collective_seconds` (the flat ring across servers is
+    the one-NIC teaching case), with the ideal compute time per GPU, and the server boundary
+    marked. ``ts``: at most MAX_TS sizes; those that do not divide h, or cross the boundary
+    without filling whole servers, are left out. NCCL's curve is left out for links its
+    model does not cover (P100), and the title says so."""
     h = checks.integer("h", h, 1, tp.MAX_HIDDEN)
     g = checks.integer("gpus_per_server", gpus_per_server, 1, tp.MAX_T)
     ts = checks.array("ts", ts, ndim=1, integer=True, low=1, high=tp.MAX_T, max_size=MAX_TS)
@@ -328,8 +332,15 @@ def comm_time_figure(
     gpus_per_server = g
     links = dict(gpus_per_server=gpus_per_server, intra=intra, inter=inter)
     fig = new_figure(height=480)
-    labels = {"flat-ring": "flat ring, one NIC (teaching case)", "two-level": "two-level"}
-    for topology, dash, color in (("flat-ring", "solid", 3), ("two-level", "dash", 0)):
+    labels = {"nccl": "NCCL's model", "flat-ring": "alpha-beta ring, one NIC across servers "
+              "(teaching case)", "two-level": "alpha-beta two-level"}  # fmt: skip
+    intra = checks.choice("intra", intra, tuple(H.LINKS))
+    inter = checks.choice("inter", inter, tuple(H.LINKS))
+    nccl_ok = intra in tpn.NVLINK_GPUS or H.link(intra).kind == "pcie"
+    styles = [("flat-ring", "dot", 3), ("two-level", "dash", 0)]
+    if nccl_ok:
+        styles.insert(0, ("nccl", "solid", 5))
+    for topology, dash, color in styles:
         ms = [
             tp.layer_comm_seconds(b, s, h, t, dtype_bytes, topology=topology, **links).total * 1e3
             for t in ts
@@ -339,7 +350,7 @@ def comm_time_figure(
             y=ms,
             mode="lines+markers",
             name=f"communication, {labels[topology]}",
-            line=dict(dash=dash, width=2.5, color=rank_color(color)),
+            line=dict(dash=dash, width=3 if topology == "nccl" else 2.5, color=rank_color(color)),
             hovertemplate="t = %{x}: %{y:.3g} ms<extra>" + topology + "</extra>",
         )
     compute = [tp.layer_compute_seconds(b, s, h, t, peak_flops).total * 1e3 for t in ts]
@@ -348,7 +359,7 @@ def comm_time_figure(
         y=compute,
         mode="lines+markers",
         name="compute at peak (ideal)",
-        line=dict(dash="dot", width=2, color=rank_color(2)),
+        line=dict(dash="dashdot", width=2, color=rank_color(2)),
         hovertemplate="t = %{x}: %{y:.3g} ms<extra>compute</extra>",
     )
     # Between G and 2G on the log axis: a shape takes the data value, an annotation log10.
@@ -376,7 +387,9 @@ def comm_time_figure(
     fig.update_layout(
         title_text=f"Tensor-parallel communication per layer, b = {b}, s = {s}, h = {h}<br>"
         f"<sup>{intra} inside a server, {inter} per GPU between servers; "
-        f"{dtype_bytes:g}-byte values</sup>",
+        f"{dtype_bytes:g}-byte values"
+        + ("" if nccl_ok else f"; NCCL's model has no {intra}")
+        + "</sup>",
         xaxis=dict(type="log", title_text="tensor-parallel GPUs t", tickvals=ts),
         yaxis=dict(
             type="log",
