@@ -14,14 +14,16 @@ from __future__ import annotations
 
 import numpy as np
 import plotly.graph_objects as go
+from plotly.subplots import make_subplots
 
 from .. import checks
 from .. import collectives as C
 from .. import hardware as H
 from .. import tensor_parallel as tp
 from ..tensor_parallel import network as tpn
+from ..tensor_parallel import published as tpp
 from .animate import animation
-from .theme import NEUTRAL, new_figure, rank_color
+from .theme import NEUTRAL, new_figure, rank_color, template
 
 SUM_COLOR = "#333333"  # a reduced (summed) result, as in viz.collectives
 IDLE = "#E0E0E0"
@@ -581,5 +583,58 @@ def overlap_figure(records, title: str = "") -> go.Figure:
         yaxis=dict(title_text="overlap schedule", autorange="reversed", title_standoff=12),
         legend=dict(orientation="h", x=0.0, y=-0.25, yanchor="top", traceorder="normal"),
         margin=dict(l=250, t=60, b=110),
+    )
+    return fig
+
+
+def figure13_figure(rows) -> go.Figure:
+    """Narayanan et al.'s Figure 13 splits as the model prices them: one panel per global
+    batch size, throughput per GPU relative to the best split of that panel, grouped bars
+    per (t, p) for each topology of the :class:`~scaleout.tensor_parallel.published.Iteration`
+    records ``rows`` (from :func:`~scaleout.tensor_parallel.published.figure13`, at most
+    40), with the paper's measured best split (t = 8) marked."""
+    if not isinstance(rows, list | tuple) or not 1 <= len(rows) <= 40:
+        raise checks.fail("rows", "a list of 1 to 40 published.Iteration records", rows)
+    for r in rows:
+        checks.instance("rows item", r, tpp.Iteration, "a published.Iteration")
+    batches = sorted({r.batch for r in rows})
+    topologies = list(dict.fromkeys(r.topology for r in rows))
+    names = {"nccl": "NCCL's model", "flat-ring": "one NIC (teaching case)",
+             "two-level": "two-level (alpha-beta)"}  # fmt: skip
+    colors = {"nccl": 5, "flat-ring": 3, "two-level": 0}
+    fig = make_subplots(rows=1, cols=len(batches), shared_yaxes=True,
+                        subplot_titles=[f"global batch {b}" for b in batches])  # fmt: skip
+    for col, batch in enumerate(batches, start=1):
+        for topology in topologies:
+            sel = sorted((r for r in rows if r.batch == batch and r.topology == topology),
+                         key=lambda r: -r.t)  # fmt: skip
+            best = max(r.tflops_per_gpu for r in sel)
+            fig.add_bar(
+                x=[f"t={r.t}, p={r.p}" for r in sel],
+                y=[r.tflops_per_gpu / best for r in sel],
+                name=names[topology],
+                marker_color=rank_color(colors[topology]),
+                showlegend=col == 1,
+                customdata=[[r.tflops_per_gpu, r.comm_over_compute] for r in sel],
+                hovertemplate="%{x}: %{y:.2f} of the best (%{customdata[0]:.0f} TFLOP/s, "
+                "communication / compute %{customdata[1]:.2f})<extra>" + names[topology]
+                + "</extra>",
+                row=1,
+                col=col,
+            )
+        fig.add_annotation(x="t=8, p=8", y=1.08, text="measured best", showarrow=False,
+                           font=dict(size=11, color="#444"), row=1, col=col)  # fmt: skip
+    fig.update_yaxes(title_text="throughput / best split of the model", range=[0, 1.15],
+                     row=1, col=1)  # fmt: skip
+    fig.update_xaxes(title_text="(tensor, pipeline) on 64 A100s")
+    fig.update_layout(
+        template=template(),
+        barmode="group",
+        height=440,
+        title_text="162.2B GPT on 8 DGX A100 (Narayanan et al., Figure 13): the model's "
+        "throughput per GPU<br><sup>ideal compute + every tensor-parallel all-reduce + 1F1B "
+        "bubble; relative to the best split of each model</sup>",
+        legend=dict(orientation="h", x=0.0, y=-0.25, yanchor="top"),
+        margin=dict(t=90, b=110),
     )
     return fig
