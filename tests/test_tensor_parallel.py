@@ -923,3 +923,20 @@ def test_figure13_ranks_like_the_paper_with_nccl_and_not_with_one_nic():
         P.iteration(64, 32)
     with pytest.raises(ValueError, match="batch must be one of"):
         P.iteration(8, 64)
+
+
+def test_figure13_figure_draws_the_records():
+    rows = P.figure13() + P.figure13("flat-ring")
+    fig = VT.figure13_figure(rows)
+    assert len(fig.data) == 4  # two topologies x two batch sizes
+    for trace in fig.data:
+        assert max(trace.y) == pytest.approx(1.0) and min(trace.y) > 0
+    nccl32 = [r for r in rows if r.topology == "nccl" and r.batch == 32]
+    best = max(r.tflops_per_gpu for r in nccl32)
+    assert list(fig.data[0].y) == pytest.approx(
+        [r.tflops_per_gpu / best for r in sorted(nccl32, key=lambda r: -r.t)])
+    assert "(tensor, pipeline)" in fig.layout.xaxis.title.text
+    with pytest.raises(ValueError, match="rows must be"):
+        VT.figure13_figure([])
+    with pytest.raises(ValueError, match="rows item must be"):
+        VT.figure13_figure([1.0])

@@ -13,6 +13,8 @@ from ``scaleout.tensor_parallel``:
 * ``stages``: the scatter-gather between pipeline stages.
 * ``network``: the server NCCL's model prices those collectives on, built from the link
   presets (:func:`~scaleout.tensor_parallel.network.machine`).
+* ``published`` (not re-exported): Narayanan et al.'s Figure 13 (tensor x pipeline on 64
+  A100s) and the model of it, :mod:`scaleout.tensor_parallel.published`.
 
 Sources: Shoeybi et al., "Megatron-LM" (arXiv 1909.08053, Sec. 3); Narayanan et al., SC21
 (arXiv 2104.04473, Sec. 3, Sec. 4.1, Appendix); Korthikanti et al., "Reducing Activation

@@ -6,7 +6,8 @@ comes from :func:`~scaleout.tensor_parallel.matmul_shards`; what f and g do from
 :func:`~scaleout.tensor_parallel.layer_compute_seconds`; the hidden and exposed
 communication from :func:`~scaleout.tensor_parallel.layer_overlap` records; the
 scatter-gather steps from :func:`~scaleout.tensor_parallel.stage_transfer_schedule`,
-replayed with :func:`scaleout.collectives.replay`. Arguments are checked with
+replayed with :func:`scaleout.collectives.replay`; the Figure 13 comparison from
+:mod:`scaleout.tensor_parallel.published` records. Arguments are checked with
 :mod:`scaleout.checks`.
 """
 
