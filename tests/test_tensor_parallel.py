@@ -891,6 +891,7 @@ def test_nccls_tree_correction_is_not_monotone_at_4_mib():
 
 # ------------------------------------------- Narayanan et al. (SC21), Figure 13
 
+
 def test_figure13_model_follows_its_formula():
     f = P.FIGURE_13
     it = P.iteration(8, 128)
@@ -901,8 +902,8 @@ def test_figure13_model_follows_its_formula():
     assert math.isclose(it.seconds, (128 + 7) * (it.compute_s + it.comm_s))
     assert math.isclose(it.bubble, 7 / 128)
     # the model's parameter count is the caption's 162.2 billion (eq. 2 of the paper)
-    h, l, v, s = f["hidden"], f["layers"], f["vocab"], f["seq"]
-    params = 12 * l * h * h * (1 + 13 / (12 * h) + (v + s) / (12 * l * h))
+    h, layers, v, s = f["hidden"], f["layers"], f["vocab"], f["seq"]
+    params = 12 * layers * h * h * (1 + 13 / (12 * h) + (v + s) / (12 * layers * h))
     assert round(params / 1e9, 1) == 162.2
     # pipeline sends, left out of the model, are about 1 % of a stage's time at t = 8
     whole, sg = tp.stage_transfer_seconds(1, 2048, 20480, 8, machine="dgx-a100")
@@ -934,7 +935,8 @@ def test_figure13_figure_draws_the_records():
     nccl32 = [r for r in rows if r.topology == "nccl" and r.batch == 32]
     best = max(r.tflops_per_gpu for r in nccl32)
     assert list(fig.data[0].y) == pytest.approx(
-        [r.tflops_per_gpu / best for r in sorted(nccl32, key=lambda r: -r.t)])
+        [r.tflops_per_gpu / best for r in sorted(nccl32, key=lambda r: -r.t)]
+    )
     assert "(tensor, pipeline)" in fig.layout.xaxis.title.text
     with pytest.raises(ValueError, match="rows must be"):
         VT.figure13_figure([])

@@ -23,7 +23,7 @@ Taught in chapter 2, "Data parallelism" (``chapters/02_data_parallel.ipynb``).
 * **Timeline.** Backward computes one parameter's gradient after another; a bucket's
   all-reduce may start when its last gradient is ready and the previous bucket's all-reduce
   has finished (DDP reduces buckets in order, one at a time); all-reduce times come from
-  NCCL's cost model (``network=``, an :class:`scaleout.nccl.Topology` such as
+  NCCL's cost model (``network=``, an :class:`scaleout.nccl.topo.Topology` such as
   :func:`dp_network` builds; chapter 10) or from chapter 1's alpha-beta ring on one link
   (:func:`scaleout.costmodel.collective_time`, ``alpha_s`` and ``beta_s_per_byte``). Naive
   data parallelism is the case of one bucket holding everything, whose all-reduce starts
@@ -536,8 +536,8 @@ def step_timeline(
     to slow compute down. ``np.inf`` caps give the naive timeline.
 
     Each bucket's all-reduce time on ``world_size`` ranks: with ``network`` (an
-    :class:`scaleout.nccl.Topology` of ``world_size`` ranks, e.g. :func:`dp_network`), what
-    NCCL's cost model predicts (:func:`scaleout.nccl.predict`: its choice of algorithm and
+    :class:`scaleout.nccl.topo.Topology` of ``world_size`` ranks, e.g. :func:`dp_network`), what
+    NCCL's cost model predicts (:func:`scaleout.nccl.model.predict`: its choice of algorithm and
     protocol per bucket size; then leave ``alpha_s``, ``beta_s_per_byte`` and
     ``gamma_s_per_byte`` out); without, chapter 1's alpha-beta(-gamma) ring on one link
     (:func:`scaleout.costmodel.collective_time`, ``"ring"``).
@@ -633,9 +633,9 @@ def _allreduce_seconds(p: int, alpha_s, beta_s_per_byte, gamma_s_per_byte, netwo
 
 def dp_network(world_size: int, gpus_per_server: int = 1, machine="dgx-h100", **overrides):
     """The data-parallel group of ``world_size`` GPUs, ``gpus_per_server`` of them on each
-    server of ``machine`` (a preset name of :data:`scaleout.nccl.PRESETS` or an
-    :class:`scaleout.nccl.Topology`; ``overrides`` change its fields, e.g. ``nic_gbps=100``),
-    as NCCL sees it (:meth:`scaleout.nccl.Topology.group`: the group keeps the NICs of its
+    server of ``machine`` (a preset name of :data:`scaleout.nccl.topo.PRESETS` or an
+    :class:`scaleout.nccl.topo.Topology`; ``overrides`` change its fields, e.g. ``nic_gbps=100``),
+    as NCCL sees it (:meth:`scaleout.nccl.topo.Topology.group`: the group keeps the NICs of its
     GPUs). ``gpus_per_server=1``: one GPU per server, e.g. tensor rank i of every replica
     when t fills the servers (chapter 2's data-parallel groups inside 3D parallelism, each
     on its own NIC); ``gpus_per_server=8``: replicas filling DGX servers. Fewer GPUs than a

@@ -66,7 +66,7 @@ __all__ = ["run", "RankError", "DistributedTimeout", "MAX_NPROCS", "MAX_TIMEOUT_
 
 #: The most ranks one call may fork.
 MAX_NPROCS = 64
-#: The longest deadline one call accepts: one day, in seconds.
+#: The longest deadline one call accepts, in seconds (one day).
 MAX_TIMEOUT_S = 86_400.0
 _POLL_S = 0.2  # re-check exit codes this often, even if no sentinel fired
 _PG_GRACE_S = 5.0  # the launcher's deadline fires before gloo's own collective timeout

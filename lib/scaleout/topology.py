@@ -767,7 +767,7 @@ NCCL_SCENARIOS = (
 
 
 def nccl_machine(gpus_per_server: int, nvlink_generation: int, nic_gbit_per_s: float):
-    """The :class:`scaleout.nccl.Topology` of one server of ``gpus_per_server`` GPUs of
+    """The :class:`scaleout.nccl.topo.Topology` of one server of ``gpus_per_server`` GPUs of
     NVLink ``nvlink_generation`` (2-5: V100 to B200; NCCL's model has no P100), one NIC of
     ``nic_gbit_per_s`` per GPU, as :func:`scaleout.tensor_parallel.network.machine` reduces
     a server to what NCCL reads."""
@@ -777,14 +777,14 @@ def nccl_machine(gpus_per_server: int, nvlink_generation: int, nic_gbit_per_s: f
 
 
 def nccl_allreduce_scenarios(servers: int, machine, nbytes: float = 1e9) -> dict:
-    """What NCCL's cost model (:func:`scaleout.nccl.predict`, release
-    :data:`scaleout.nccl.RELEASE`) predicts for the two cross-server all-reduces of
+    """What NCCL's cost model (:func:`scaleout.nccl.model.predict`, release
+    :data:`scaleout.nccl.constants.RELEASE`) predicts for the two cross-server all-reduces of
     :func:`allreduce_scenarios` that NCCL runs, on ``servers`` servers of ``machine`` (an
-    :class:`scaleout.nccl.Topology` or a preset name; its ``gpus_per_node`` is g), ``nbytes``
-    per GPU: label (``NCCL_SCENARIOS``) -> :class:`scaleout.nccl.Prediction`.
+    :class:`scaleout.nccl.topo.Topology` or a preset name; its ``gpus_per_node`` is g), ``nbytes``
+    per GPU: label (``NCCL_SCENARIOS``) -> :class:`scaleout.nccl.model.Prediction`.
 
     1. "on the rails": one communicator per local rank, the same-rank GPUs of every server,
-       each keeping its own GPU's NIC (:meth:`scaleout.nccl.Topology.group` (1, servers));
+       each keeping its own GPU's NIC (:meth:`scaleout.nccl.topo.Topology.group` (1, servers));
        they run at once on different NICs, so one group's time is the scenario's;
     2. "all GPUs": one communicator of every GPU: NCCL's rings over all NICs, or its trees.
 

@@ -10,14 +10,14 @@ values, a documented reduction of a real server to what NCCL's search reads:
   B200; P100 has no row in NCCL's model), NVLink SHARP (NVLS) from the generation (Hopper
   and later sit on third-generation NVSwitches);
 * every other field comes from the preset server of that generation in
-  :data:`scaleout.nccl.PRESETS`: ``dgx-a100`` for V100 and A100 (PCIe gen 3 for V100),
+  :data:`scaleout.nccl.topo.PRESETS`: ``dgx-a100`` for V100 and A100 (PCIe gen 3 for V100),
   ``dgx-h100`` for H100 and for B200 servers of up to 8 GPUs (a DGX B200 has the DGX H100's
   eight 400 Gb/s NICs and x86 hosts), ``gb200-nvl72`` for B200 NVLink domains of more than
   8 GPUs, ``pcie`` for PCIe-only servers;
 * ``gpus_per_server`` GPUs per server, each with its own NIC of the ``inter`` preset's speed
-  (the convention of :mod:`scaleout.tensor_parallel.traffic`: "each GPU on its own NIC").
+  (the convention of :mod:`scaleout.tensor_parallel`: "each GPU on its own NIC").
 
-Pass an :class:`scaleout.nccl.Topology` as ``machine=`` instead to price any other server.
+Pass an :class:`scaleout.nccl.topo.Topology` as ``machine=`` instead to price any other server.
 """
 
 from __future__ import annotations
@@ -32,7 +32,7 @@ from .sizes import MAX_T
 #: NVLink presets of :mod:`scaleout.hardware` -> NCCL's GPU name.
 NVLINK_GPUS = {"nvlink2-v100": "V100", "nvlink3-a100": "A100", "nvlink4-h100": "H100",
                "nvlink5-b200": "B200"}  # fmt: skip
-#: Base preset of :data:`scaleout.nccl.PRESETS` per GPU (B200 beyond 8 GPUs: gb200-nvl72).
+#: Base preset of :data:`scaleout.nccl.topo.PRESETS` per GPU (gb200-nvl72 for B200 beyond 8 GPUs).
 BASE_PRESETS = {"V100": "dgx-a100", "A100": "dgx-a100", "H100": "dgx-h100", "B200": "dgx-h100"}
 
 
@@ -44,7 +44,7 @@ def _preset(name: str, value, kind: str) -> H.LinkPreset:
 def machine(gpus_per_server: int = 8, intra: str = "nvlink4-h100", inter: str = "nic-400g"):
     """One server of ``gpus_per_server`` GPUs linked by ``intra`` (an NVLink or PCIe preset
     of :mod:`scaleout.hardware`), each with one NIC of the ``inter`` preset, as an
-    :class:`scaleout.nccl.Topology` on one node (see the module docstring). Cached."""
+    :class:`scaleout.nccl.topo.Topology` on one node (see the module docstring). Cached."""
     g = checks.integer("gpus_per_server", gpus_per_server, 1, nccl.topo.MAX_GPUS_PER_NODE)
     nv = _preset("intra", intra, "nvlink|pcie")
     nic = _preset("inter", inter, "nic")
@@ -77,9 +77,9 @@ def _machine(g: int, intra: str, inter: str) -> nccl.Topology:
 
 
 def check_machine(value) -> nccl.Topology:
-    """``value`` if it is an :class:`scaleout.nccl.Topology` of one NVLink domain per node
+    """``value`` if it is an :class:`scaleout.nccl.topo.Topology` of one NVLink domain per node
     (its ``nodes`` field is ignored: the group decides), or a preset name of
-    :data:`scaleout.nccl.PRESETS`."""
+    :data:`scaleout.nccl.topo.PRESETS`."""
     if isinstance(value, str):
         return nccl.PRESETS[checks.choice("machine", value, tuple(nccl.PRESETS))]
     topo = checks.instance("machine", value, nccl.Topology, "an nccl.Topology or a preset name")

@@ -34,13 +34,14 @@ from .. import checks
 from .sizes import t_size
 from .traffic import TOPOLOGIES, layer_comm_seconds, layer_flops
 
-#: A100 SXM dense fp16/bf16 Tensor Core peak (NVIDIA A100 datasheet: 312 TFLOP/s).
+#: The A100 SXM's dense fp16/bf16 Tensor Core peak, 312 TFLOP/s (NVIDIA A100 datasheet).
 A100_DENSE_FLOPS = 312e12
-#: The model and run of Figure 13 (run_figure_13.sh, CONFIG.sh; vocabulary: Table 1).
+#: The model and run of Figure 13, from run_figure_13.sh and CONFIG.sh (the vocabulary from
+#: Table 1).
 FIGURE_13 = dict(layers=32, hidden=20480, heads=128, seq=2048, vocab=51200, micro_batch=1,
                  gpus=64, batches=(32, 128), pipelines=(2, 4, 8, 16, 32),
                  intra="nvlink3-a100", inter="nic-200g", dtype_bytes=2)  # fmt: skip
-#: What the paper says about the measurements of Figure 13 (no numbers are tabulated).
+#: What the paper says about the measurements of Figure 13, which it does not tabulate.
 MEASURED = {
     "best_t": 8,  # Sec. 5.4.1: "peak performance when the tensor-parallel size is equal to
     # the number of GPUs in a single node (8 with DGX A100 nodes)"

@@ -81,7 +81,7 @@ def stage_transfer_seconds(
     ``model="nccl"`` (the default): each rail's send is :func:`scaleout.nccl.p2p.sendrecv_us`
     (the book's point-to-point model, built from NCCL's constants: NCCL does not price
     send/recv) and the all-gather NCCL's model (:func:`collective_seconds`), on ``machine``
-    (an :class:`scaleout.nccl.Topology` or preset name; then leave ``intra``/``inter`` out)
+    (an :class:`scaleout.nccl.topo.Topology` or preset name; then leave ``intra``/``inter`` out)
     or the server :func:`scaleout.tensor_parallel.network.machine` builds from the links.
     ``model="alpha-beta"``: alpha + bytes beta on the ``inter`` NIC (costmodel's broadcast on
     p = 2) and chapter 1's NVLink ring all-gather on ``intra``."""

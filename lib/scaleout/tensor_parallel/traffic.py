@@ -169,14 +169,15 @@ def collective_seconds(
     ``topology``:
 
     * ``"nccl"`` (the default): NCCL's own cost model, release
-      :data:`scaleout.nccl.RELEASE` (:func:`scaleout.nccl.collective_seconds`, chapter 10),
-      for a communicator of t GPUs, inside one NVLink domain or ``t / gpus_per_server``
-      whole servers (when g does not divide t, the regular group of
-      :func:`scaleout.tensor_parallel.network.group_shape`). The machine is ``machine`` (an
-      :class:`scaleout.nccl.Topology` or a preset name of :data:`scaleout.nccl.PRESETS`,
-      whose ``gpus_per_node`` is the server size; then leave ``gpus_per_server``, ``intra``
-      and ``inter`` out) or the one :func:`scaleout.tensor_parallel.network.machine` builds
-      from ``gpus_per_server``, ``intra`` and ``inter``.
+      :data:`scaleout.nccl.constants.RELEASE` (chapter 10,
+      :func:`scaleout.nccl.model.collective_seconds`), for a communicator of t GPUs, inside
+      one NVLink domain or ``t / gpus_per_server`` whole servers (when g does not divide t,
+      the regular group of :func:`scaleout.tensor_parallel.network.group_shape`). The
+      machine is ``machine`` (an :class:`scaleout.nccl.topo.Topology` or a preset name of
+      :data:`scaleout.nccl.topo.PRESETS`, whose ``gpus_per_node`` is the server size; then
+      leave ``gpus_per_server``, ``intra`` and ``inter`` out) or the one
+      :func:`scaleout.tensor_parallel.network.machine` builds from ``gpus_per_server``,
+      ``intra`` and ``inter``.
     * ``"flat-ring"``: chapter 1's alpha-beta ring (:func:`scaleout.costmodel.collective_time`,
       ``"ring"``, gamma = 0) with the link presets of :mod:`scaleout.hardware`: for
       t <= gpus_per_server one ring on the ``intra`` link; beyond, **the one-NIC teaching

@@ -618,7 +618,8 @@ def figure13_figure(rows) -> go.Figure:
                 showlegend=col == 1,
                 customdata=[[r.tflops_per_gpu, r.comm_over_compute] for r in sel],
                 hovertemplate="%{x}: %{y:.2f} of the best (%{customdata[0]:.0f} TFLOP/s, "
-                "communication / compute %{customdata[1]:.2f})<extra>" + names[topology]
+                "communication / compute %{customdata[1]:.2f})<extra>"
+                + names[topology]
                 + "</extra>",
                 row=1,
                 col=col,

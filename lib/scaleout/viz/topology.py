@@ -496,7 +496,7 @@ def allreduce_times(timings: dict, title: str, nccl_times: dict | None = None) -
     :func:`scaleout.topology.allreduce_scenarios` (a mapping of label -> Timing), split into
     latency and bandwidth terms, and, below them, NCCL's model for the scenarios of
     :func:`scaleout.topology.nccl_allreduce_scenarios` (``nccl_times``: label ->
-    :class:`scaleout.nccl.Prediction`, one bar each, labelled with NCCL's algorithm and
+    :class:`scaleout.nccl.model.Prediction`, one bar each, labelled with NCCL's algorithm and
     protocol)."""
     if not isinstance(timings, Mapping) or not 1 <= len(timings) <= MAX_BARS:
         raise checks.fail("timings", f"a mapping of 1 to {MAX_BARS} labels -> Timing", timings)
