@@ -14,7 +14,7 @@ from torch.nn.parallel.distributed import _BucketCapacityConfig
 
 from scaleout import costmodel as M
 from scaleout import data_parallel as D
-from scaleout import viz
+from scaleout import nccl, viz
 from scaleout.demos import data_parallel as demo
 from scaleout.dist import run
 from scaleout.viz import data_parallel as VD
@@ -435,6 +435,86 @@ def test_recomputing_the_explorer_at_1000_layers_is_fast():
     for _ in range(5):
         D.uniform_model_timelines(1e9, 1000, 64, 3e-6, 1 / 50e9, bucket_cap_mb=1)
     assert (time.perf_counter() - start) / 5 < 0.05  # generous: the bench reports the real time
+
+
+# ------------------------------------------------------------ NCCL-priced timelines
+
+
+def test_dp_network_is_the_group_nccl_sees():
+    one = D.dp_network(64)
+    assert (one.gpus_per_node, one.nodes, one.nics_per_node) == (1, 64, 1)
+    full = D.dp_network(64, gpus_per_server=8)
+    assert full == nccl.topology("dgx-h100", nodes=8)
+    assert D.dp_network(4, gpus_per_server=8) == nccl.PRESETS["dgx-h100"].group(4, 1)
+    slow = D.dp_network(16, machine="dgx-a100", nic_gbps=100)
+    assert (slow.gpu, slow.nic_gbps, slow.ranks) == ("A100", 100.0, 16)
+    with pytest.raises(ValueError, match="world_size must be a multiple of gpus_per_server"):
+        D.dp_network(12, gpus_per_server=8)
+    with pytest.raises(ValueError, match="machine must be"):
+        D.dp_network(8, machine="dgx-z")
+
+
+def test_nccl_timeline_prices_every_bucket_with_nccls_model():
+    layers = D.uniform_layers(350e6, 96) * 2
+    backward = D.backward_seconds(layers / 2, 16384, 400e12)
+    net = D.dp_network(64)
+    tl = D.step_timeline(layers, backward, 64, network=net)
+    want = nccl.predict("allreduce", tl.buckets.nbytes, net).seconds
+    np.testing.assert_allclose(tl.end_s - tl.start_s, want, rtol=1e-12)
+    naive, ddp = D.uniform_model_timelines(350e6, 96, 64, network=net)
+    assert naive.comm_s == pytest.approx(nccl.predict("allreduce", 700e6, net).seconds)
+    assert len(ddp.buckets) == 25 and ddp.exposed_comm_s < 0.1 * naive.exposed_comm_s
+    # one GPU per server: close to one NIC's alpha-beta ring at 700 MB (NCCL's channels
+    # run at the GPU's 48 GB/s PCIe link); eight per server: NCCL stripes over 8 NICs
+    nic = M.collective_time("allreduce", "ring", 700e6, 64, 3e-6, 1 / 50e9)
+    assert 1.0 < naive.comm_s / nic < 1.15
+    full, _ = D.uniform_model_timelines(350e6, 96, 64, network=D.dp_network(64, 8))
+    assert nic / full.comm_s > 6
+
+
+@given(
+    n_params=st.floats(1e6, 1e12),
+    n_layers=st.integers(1, 400),
+    world_size=st.sampled_from([1, 2, 8, 64, 1024, 16384]),
+    g=st.sampled_from([1, 8]),
+    cap_mb=st.one_of(st.none(), st.floats(0.01, 4096)),
+    gbps=st.sampled_from([100.0, 200.0, 400.0]),
+)
+@SETTINGS
+def test_nccl_timelines_are_finite_and_never_beat_the_nic(
+    n_params, n_layers, world_size, g, cap_mb, gbps
+):
+    net = D.dp_network(world_size, gpus_per_server=min(g, world_size), nic_gbps=gbps)
+    naive, ddp = D.uniform_model_timelines(n_params, n_layers, world_size, network=net,
+                                           bucket_cap_mb=cap_mb)  # fmt: skip
+    for tl in (naive, ddp):
+        assert np.all(np.isfinite(tl.end_s)) and np.all(tl.end_s >= tl.start_s)
+        assert np.isfinite(tl.step_s) and tl.exposed_comm_s >= 0
+    if net.nodes > 1:  # every server's g NICs carry 2(N-1)/N of each bucket, at best
+        bound = (
+            2
+            * (net.nodes - 1)
+            / net.nodes
+            * ddp.buckets.nbytes
+            / (net.gpus_per_node * gbps / 8 * 1e9)
+        )
+        assert np.all(ddp.end_s - ddp.start_s >= bound)
+
+
+def test_the_network_and_the_alpha_beta_link_exclude_each_other():
+    net = D.dp_network(4)
+    with pytest.raises(ValueError, match="alpha_s must be None when network is given"):
+        D.step_timeline([1e6], [1e-3], 4, 3e-6, None, network=net)
+    with pytest.raises(ValueError, match="world_size must be the network's 4 ranks"):
+        D.step_timeline([1e6], [1e-3], 8, network=net)
+    with pytest.raises(ValueError, match="gamma_s_per_byte must be 0"):
+        D.step_timeline([1e6], [1e-3], 4, network=net, gamma_s_per_byte=1e-12)
+    with pytest.raises(ValueError, match="alpha_s and beta_s_per_byte must be both given"):
+        D.step_timeline([1e6], [1e-3], 4)
+    with pytest.raises(ValueError, match="network must be an nccl.Topology"):
+        D.naive_timeline([1e6], [1e-3], 4, network="dgx-h100")
+    with pytest.raises(ValueError, match="nbytes must be"):  # NCCL's size limit, 2**50 bytes
+        D.naive_timeline([2.0**51], [1e-3], 4, network=net)
 
 
 # ------------------------------------------------------------------------ bad inputs

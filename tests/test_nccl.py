@@ -278,3 +278,13 @@ def test_nccl_demo_under_torchrun(torchrun):
     out = torchrun("scaleout.demos.nccl", "--max-bytes", "16384", nproc=2)
     lines = re.findall(r"^allreduce world_size=2 bytes=(\d+) .* ok$", out, re.M)
     assert lines == ["1024", "4096", "16384"], out
+
+
+def test_collective_seconds_counts_the_groups_gpus_not_the_servers():
+    # Regression: a group of one GPU on each of 16,384 DGX H100 servers (16,384 ranks) was
+    # refused, because the servers were placed first (131,072 GPUs > the 65,536 limit).
+    one_each = nccl.collective_seconds("allreduce", 1e9, 1, 16384, "dgx-h100")
+    group = nccl.PRESETS["dgx-h100"].group(1, 1).with_(nodes=16384)
+    assert one_each == nccl.predict("allreduce", 1e9, group).seconds
+    full = nccl.collective_seconds("allreduce", 1e9, 8, 4, "dgx-h100")
+    assert full == nccl.predict("allreduce", 1e9, nccl.topology("dgx-h100", nodes=4)).seconds

@@ -8,8 +8,8 @@ from hypothesis import strategies as st
 
 from scaleout import costmodel as M
 from scaleout import hardware as H
+from scaleout import nccl, trees
 from scaleout import topology as T
-from scaleout import trees
 from scaleout.viz import topology as VT
 
 GB = 1e9
@@ -487,3 +487,63 @@ def test_striped_rings_never_lose_to_one_ring(servers, g, over):
     assert flat.bandwidth_s * g == pytest.approx(one.bandwidth_s)  # g NICs against one
     assert flat.seconds <= one.seconds
     assert all(math.isfinite(t.seconds) and t.seconds > 0 for t in out.values())
+
+
+# --- NCCL's model beside the fluid bound ------------------------------------------------
+def test_nccl_scenarios_are_nccls_predictions():
+    m = T.nccl_machine(8, 4, 400)
+    assert (
+        m.with_(name="dgx-h100", source=nccl.PRESETS["dgx-h100"].source) == nccl.PRESETS["dgx-h100"]
+    )
+    out = T.nccl_allreduce_scenarios(32, m, GB)
+    assert tuple(out) == T.NCCL_SCENARIOS
+    rails, everyone = out.values()
+    cluster = nccl.topology("dgx-h100", nodes=32)
+    assert rails.seconds == nccl.predict("allreduce", GB, cluster.group(1, 32)).seconds
+    assert everyone.seconds == nccl.predict("allreduce", GB, cluster).seconds
+    assert (rails.algorithm, everyone.algorithm) == ("ring", "nvls_tree")
+    fluid = T.allreduce_scenarios(32, 8, 450.0, 50.0, 2.0, GB)
+    # NCCL is never faster than the fluid bound on the rails (its channels run at 48 GB/s,
+    # the GPU's PCIe link, below the NIC's 50), and within 10 % of it at 1 GB
+    on_rails = fluid["across servers, on the rails"].seconds
+    assert on_rails < rails.seconds < 1.1 * on_rails
+    # all GPUs: NCCL near the striped rings' fluid time, far from "what if one NIC"
+    striped = fluid["all GPUs, flat rings on all NICs"].seconds
+    one_nic = fluid["all GPUs, one ring (what if one NIC)"].seconds
+    assert 0.9 < everyone.seconds / striped < 1.1 and one_nic / everyone.seconds > 6
+    fig = VT.allreduce_times(fluid, "t", out)
+    assert len(fig.data) == 4 and "NCCL" in fig.data[2].name
+    assert list(fig.data[2].customdata) == ["nvls_tree/simple", "ring/simple"]
+
+
+@given(servers=st.sampled_from([2, 3, 8, 64, 512]), g=st.sampled_from([4, 8]),
+       gen=st.sampled_from([2, 3, 4, 5]), gbit=st.sampled_from([100, 200, 400, 800]),
+       nbytes=st.floats(1e3, 1e11))  # fmt: skip
+@settings(max_examples=60, deadline=None)
+def test_nccl_scenarios_respect_the_nic_bound(servers, g, gen, gbit, nbytes):
+    # no all-reduce across servers (without in-network reduction) beats 2(S-1)/S of the
+    # data over the NICs it may use: one per group on the rails, all g of a server at once
+    out = T.nccl_allreduce_scenarios(servers, T.nccl_machine(g, gen, gbit), nbytes)
+    nic = gbit / 8 * 1e9
+    bound = 2 * (servers - 1) / servers * nbytes / nic
+    rails, everyone = out.values()
+    assert math.isfinite(rails.seconds) and rails.seconds >= bound
+    assert math.isfinite(everyone.seconds) and everyone.seconds >= bound / g
+
+
+def test_nccl_scenarios_check_their_inputs():
+    with pytest.raises(ValueError, match="nvlink_generation must be"):
+        T.nccl_machine(8, 1, 400)  # NCCL's model has no P100
+    with pytest.raises(ValueError, match="machine must be"):
+        T.nccl_allreduce_scenarios(4, "dgx-z")
+    with pytest.raises(ValueError, match="nbytes must be"):
+        T.nccl_allreduce_scenarios(4, "dgx-h100", 0.0)
+    with pytest.raises(ValueError, match="servers must be"):
+        T.nccl_allreduce_scenarios(0, "dgx-h100")
+    with pytest.raises(ValueError, match="at most 65536 GPUs"):
+        T.nccl_allreduce_scenarios(65536, "dgx-h100")
+    fluid = T.allreduce_scenarios(4, 8, 450.0, 50.0)
+    with pytest.raises(ValueError, match="nccl_times value must be"):
+        VT.allreduce_times(fluid, "t", {"x": 1.0})
+    with pytest.raises(ValueError, match="nccl_times label must be"):
+        VT.allreduce_times(fluid, "t", {T.SCENARIOS[0]: nccl.predict("allreduce", 1e6, "dgx-h100")})

@@ -23,8 +23,11 @@ Taught in chapter 2, "Data parallelism" (``chapters/02_data_parallel.ipynb``).
 * **Timeline.** Backward computes one parameter's gradient after another; a bucket's
   all-reduce may start when its last gradient is ready and the previous bucket's all-reduce
   has finished (DDP reduces buckets in order, one at a time); all-reduce times come from
-  :func:`scaleout.costmodel.collective_time`. Naive data parallelism is the case of one
-  bucket holding everything, whose all-reduce starts after the whole backward pass.
+  NCCL's cost model (``network=``, an :class:`scaleout.nccl.topo.Topology` such as
+  :func:`dp_network` builds; chapter 10) or from chapter 1's alpha-beta ring on one link
+  (:func:`scaleout.costmodel.collective_time`, ``alpha_s`` and ``beta_s_per_byte``). Naive
+  data parallelism is the case of one bucket holding everything, whose all-reduce starts
+  after the whole backward pass.
 * **Inside 3D parallelism.** With t-way tensor and p-way pipeline parallelism, the
   gradients are all-reduced in t p concurrent data-parallel groups of d = N / (t p) GPUs
   (:class:`ParallelLayout`, :func:`data_parallel_groups`).
@@ -45,7 +48,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from . import checks, collectives, costmodel
+from . import checks, collectives, costmodel, nccl
 
 #: Bytes in one MiB, DDP's "MB" (torch/nn/parallel/distributed.py, ``_MB_TO_BYTES``).
 MIB = 2**20
@@ -512,25 +515,32 @@ def step_timeline(
     param_bytes,
     backward_s,
     world_size,
-    alpha_s,
-    beta_s_per_byte,
+    alpha_s=None,
+    beta_s_per_byte=None,
     *,
     bucket_cap_bytes=DEFAULT_BUCKET_CAP_MB * MIB,
     first_bucket_cap_bytes=DEFAULT_FIRST_BUCKET_BYTES,
     forward_s=0.0,
     gamma_s_per_byte=0.0,
+    network=None,
 ) -> StepTimeline:
     """Timeline of one step with DDP's bucketed, overlapped gradient all-reduce.
 
     ``param_bytes[i]`` and ``backward_s[i]``: gradient bytes and backward compute seconds of
     parameter i (registration order). Backward runs in reverse order, so parameter i's
     gradient is ready at ``sum(backward_s[i:])``. Bucket k is ready when its last gradient
-    is; its all-reduce (ring, :func:`scaleout.costmodel.collective_time` on ``world_size``
-    ranks) starts at ``max(ready_k, end_{k-1})``: one all-reduce at a time, in bucket order,
-    as DDP's Reducer launches them (Li et al. 2020, Sec. 3.2). The recurrence is solved in
-    closed form, ``end_k = C_k + max_{j <= k}(ready_j - C_{j-1})`` with C the cumulative
-    all-reduce times, so 10^4 parameters cost microseconds. Communication is assumed not
+    is; its all-reduce starts at ``max(ready_k, end_{k-1})``: one all-reduce at a time, in
+    bucket order, as DDP's Reducer launches them (Li et al. 2020, Sec. 3.2). The recurrence
+    is solved in closed form, ``end_k = C_k + max_{j <= k}(ready_j - C_{j-1})`` with C the
+    cumulative all-reduce times, so 10^4 parameters cost microseconds. Communication is assumed not
     to slow compute down. ``np.inf`` caps give the naive timeline.
+
+    Each bucket's all-reduce time on ``world_size`` ranks: with ``network`` (an
+    :class:`scaleout.nccl.topo.Topology` of ``world_size`` ranks, e.g. :func:`dp_network`), what
+    NCCL's cost model predicts (:func:`scaleout.nccl.model.predict`: its choice of algorithm and
+    protocol per bucket size; then leave ``alpha_s``, ``beta_s_per_byte`` and
+    ``gamma_s_per_byte`` out); without, chapter 1's alpha-beta(-gamma) ring on one link
+    (:func:`scaleout.costmodel.collective_time`, ``"ring"``).
     """
     sizes = _sizes(param_bytes)
     compute = _times("backward_s", backward_s)
@@ -539,19 +549,14 @@ def step_timeline(
             "backward_s", f"an array of one entry per parameter ({sizes.size})", compute.size
         )
     p = checks.integer("world_size", world_size, 1, MAX_RANKS)
-    alpha = checks.nonnegative("alpha_s", alpha_s)
-    beta = checks.nonnegative("beta_s_per_byte", beta_s_per_byte)
-    gamma = checks.nonnegative("gamma_s_per_byte", gamma_s_per_byte)
+    allreduce = _allreduce_seconds(p, alpha_s, beta_s_per_byte, gamma_s_per_byte, network)
     fwd = checks.nonnegative("forward_s", forward_s)
     buckets = assign_buckets(sizes, bucket_cap_bytes, first_bucket_cap_bytes)
     with np.errstate(all="ignore"):  # overflow is reported below, as the library's error
         ready = np.cumsum(compute[::-1])[::-1]  # (n_params,) parameter i ready after i..n-1
         last = np.array([b[-1] for b in buckets.params])  # each bucket's last-filled parameter
         bucket_ready = ready[last]
-        duration = np.asarray(
-            costmodel.collective_time("allreduce", "ring", buckets.nbytes, p, alpha, beta, gamma),
-            dtype=np.float64,
-        ).reshape(-1)
+        duration = allreduce(buckets.nbytes)
         cum = np.cumsum(duration)
         end = cum + np.maximum.accumulate(bucket_ready - (cum - duration))
         start = np.maximum(end - duration, bucket_ready)  # = max(ready, previous end)
@@ -565,13 +570,15 @@ def naive_timeline(
     param_bytes,
     backward_s,
     world_size,
-    alpha_s,
-    beta_s_per_byte,
+    alpha_s=None,
+    beta_s_per_byte=None,
     *,
     forward_s=0.0,
     gamma_s_per_byte=0.0,
+    network=None,
 ) -> StepTimeline:
-    """One all-reduce of every gradient, started when the backward pass has ended."""
+    """One all-reduce of every gradient, started when the backward pass has ended (the
+    network arguments as in :func:`step_timeline`)."""
     return step_timeline(
         param_bytes,
         backward_s,
@@ -582,7 +589,70 @@ def naive_timeline(
         first_bucket_cap_bytes=np.inf,
         forward_s=forward_s,
         gamma_s_per_byte=gamma_s_per_byte,
+        network=network,
     )
+
+
+def _allreduce_seconds(p: int, alpha_s, beta_s_per_byte, gamma_s_per_byte, network):
+    """A function bucket bytes -> all-reduce seconds on p ranks: NCCL's model on
+    ``network``, or the alpha-beta-gamma ring (exactly one of the two descriptions)."""
+    if network is None:
+        if alpha_s is None or beta_s_per_byte is None:
+            pair = (alpha_s, beta_s_per_byte)
+            raise checks.fail("alpha_s and beta_s_per_byte", "both given when network is None",
+                              pair)  # fmt: skip
+        alpha = checks.nonnegative("alpha_s", alpha_s)
+        beta = checks.nonnegative("beta_s_per_byte", beta_s_per_byte)
+        gamma = checks.nonnegative("gamma_s_per_byte", gamma_s_per_byte)
+
+        def ring(nbytes):
+            seconds = costmodel.collective_time("allreduce", "ring", nbytes, p, alpha, beta, gamma)
+            return np.asarray(seconds, dtype=np.float64).reshape(-1)
+
+        return ring
+    topo = checks.instance("network", network, nccl.Topology,
+                           "an nccl.Topology (see data_parallel.dp_network) or None")  # fmt: skip
+    if topo.ranks != p:
+        raise checks.fail("world_size", f"the network's {topo.ranks} ranks", p)
+    for name, value in (("alpha_s", alpha_s), ("beta_s_per_byte", beta_s_per_byte)):
+        if value is not None:
+            raise checks.fail(name, "None when network is given (NCCL's model prices it)", value)
+    if checks.nonnegative("gamma_s_per_byte", gamma_s_per_byte) != 0:
+        raise checks.fail("gamma_s_per_byte", "0 when network is given", gamma_s_per_byte)
+
+    def priced(nbytes):
+        nbytes = np.asarray(nbytes, dtype=np.float64).reshape(-1)
+        seconds = np.zeros(nbytes.shape)
+        sent = nbytes > 0
+        if np.any(sent):
+            seconds[sent] = nccl.predict("allreduce", nbytes[sent], topo).seconds
+        return seconds
+
+    return priced
+
+
+def dp_network(world_size: int, gpus_per_server: int = 1, machine="dgx-h100", **overrides):
+    """The data-parallel group of ``world_size`` GPUs, ``gpus_per_server`` of them on each
+    server of ``machine`` (a preset name of :data:`scaleout.nccl.topo.PRESETS` or an
+    :class:`scaleout.nccl.topo.Topology`; ``overrides`` change its fields, e.g. ``nic_gbps=100``),
+    as NCCL sees it (:meth:`scaleout.nccl.topo.Topology.group`: the group keeps the NICs of its
+    GPUs). ``gpus_per_server=1``: one GPU per server, e.g. tensor rank i of every replica
+    when t fills the servers (chapter 2's data-parallel groups inside 3D parallelism, each
+    on its own NIC); ``gpus_per_server=8``: replicas filling DGX servers. Fewer GPUs than a
+    server holds sit on one server."""
+    p = checks.integer("world_size", world_size, 1, MAX_RANKS)
+    if isinstance(machine, str):
+        base = nccl.PRESETS[checks.choice("machine", machine, tuple(nccl.PRESETS))]
+    else:
+        base = checks.instance("machine", machine, nccl.Topology,
+                               "an nccl.Topology or a preset name")  # fmt: skip
+    base = base.with_(**overrides) if overrides else base
+    g = checks.integer("gpus_per_server", gpus_per_server, 1, base.gpus_per_node)
+    if p <= g:
+        return base.with_(nodes=1).group(p, 1)
+    if p % g:
+        raise checks.fail("world_size", f"a multiple of gpus_per_server = {g} (or at most it)", p)
+    return base.with_(nodes=1).group(g, 1).with_(nodes=p // g)
 
 
 @dataclass(frozen=True)
@@ -654,25 +724,28 @@ def uniform_model_timelines(
     n_params: float,
     n_layers: int,
     world_size: int,
-    alpha_s: float,
-    beta_s_per_byte: float,
+    alpha_s: float | None = None,
+    beta_s_per_byte: float | None = None,
     *,
     bucket_cap_mb: float | None = None,
     tokens: float = 16384,
     flops_per_s: float = 400e12,
     bytes_per_param: float = 2.0,
+    network=None,
 ) -> tuple[StepTimeline, StepTimeline]:
     """(naive, DDP) timelines of one step of a model of ``n_params`` parameters in
     ``n_layers`` equal tensors (:func:`uniform_layers`), ``tokens`` per rank per step,
     backward at ``flops_per_s`` (:func:`backward_seconds`; forward = half the backward),
     gradients of ``bytes_per_param`` bytes on the wire (2: bf16 weights, or fp32 weights
     with a bf16 compression hook; 4: fp32 without one; at most 16), caps from
-    :func:`bucket_caps`."""
+    :func:`bucket_caps`; all-reduces priced on ``network`` (NCCL's model) or by
+    ``alpha_s``/``beta_s_per_byte`` (:func:`step_timeline`)."""
     layers = uniform_layers(n_params, n_layers)
     backward = backward_seconds(layers, tokens, flops_per_s)
     itemsize = checks.real("bytes_per_param", bytes_per_param, 0.0, 16.0, low_open=True)
     first, cap = bucket_caps(bucket_cap_mb)
-    link = dict(world_size=world_size, alpha_s=alpha_s, beta_s_per_byte=beta_s_per_byte)
+    link = dict(world_size=world_size, alpha_s=alpha_s, beta_s_per_byte=beta_s_per_byte,
+                network=network)  # fmt: skip
     forward = float(backward.sum()) / 2
     naive = naive_timeline(layers * itemsize, backward, forward_s=forward, **link)
     ddp = step_timeline(

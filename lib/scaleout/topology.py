@@ -17,12 +17,15 @@ Chapter 11 ("NVLink, NVSwitch and the cluster network") builds on this module. T
   spine). Otherwise all NICs of ``servers_per_leaf`` servers share one top-of-rack leaf.
 
 Links are directed: bandwidths are per direction. A traffic pattern is a sequence of
-phases, each a set of concurrent flows (src GPU, dst GPU, bytes). Its time is, per phase,
-``steps * alpha`` plus the busiest link's bytes over that link's bandwidth: the fluid
-bound that pipelined collectives (chunked rings and trees) approach. For one ring this is
-exactly the alpha-beta ring cost of :mod:`scaleout.costmodel` (Thakur et al. 2005). It is a
-floor on time, not NCCL's cost model: protocols, per-channel speeds and NCCL's choice of
-algorithm are priced in chapter 10 (``chapters/10_nccl.ipynb``).
+phases, each a set of concurrent flows (src GPU, dst GPU, bytes). This module says *where
+the bytes go* (:func:`link_loads`, :func:`tier_bytes`). Its time, :func:`traffic_time`, is
+per phase ``steps * alpha`` plus the busiest link's bytes over that link's bandwidth: the
+**fluid bound** that pipelined collectives (chunked rings and trees) approach. For one ring
+this is exactly the alpha-beta ring cost of :mod:`scaleout.costmodel` (Thakur et al. 2005).
+It is a floor on time, not a prediction: what NCCL actually takes (its channels at a
+per-channel speed below the link's, its protocols, its choice between ring and tree,
+chapter 10) is :func:`nccl_allreduce_scenarios`, NCCL's own cost model
+(:mod:`scaleout.nccl`), priced beside the fluid bound.
 
 The patterns: tensor-parallel rings inside a server (:func:`tp_allreduce`), pipeline sends
 (:func:`pp_send`), data-parallel rings, binary and double binary trees over servers
@@ -44,7 +47,8 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import NamedTuple
 
-from . import checks, hardware, trees
+from . import checks, hardware, nccl, trees
+from .tensor_parallel import network as _network
 
 LINK_KINDS = ("nvlink-out", "nvlink-in", "nic-out", "nic-in", "leaf-up", "leaf-down")
 TIERS = ("local", "nvlink", "leaf", "spine")
@@ -753,3 +757,54 @@ def allreduce_scenarios(
         (rails, flat_ring_allreduce(rails, nbytes, channels=1)),
     )
     return {name: traffic_time(c, t) for name, (c, t) in zip(SCENARIOS, patterns, strict=True)}
+
+
+#: The scenarios of :func:`nccl_allreduce_scenarios` (NCCL's model, chapter 10).
+NCCL_SCENARIOS = (
+    "across servers, on the rails: NCCL's model",
+    "all GPUs: NCCL's model",
+)
+
+
+def nccl_machine(gpus_per_server: int, nvlink_generation: int, nic_gbit_per_s: float):
+    """The :class:`scaleout.nccl.topo.Topology` of one server of ``gpus_per_server`` GPUs of
+    NVLink ``nvlink_generation`` (2-5: V100 to B200; NCCL's model has no P100), one NIC of
+    ``nic_gbit_per_s`` per GPU, as :func:`scaleout.tensor_parallel.network.machine` reduces
+    a server to what NCCL reads."""
+    gen = hardware.nvlink_generation(checks.integer("nvlink_generation", nvlink_generation, 2, 5))
+    nic = checks.real("nic_gbit_per_s", nic_gbit_per_s, 0.0, 3200.0, low_open=True)
+    return _network.machine(gpus_per_server, gen.preset, "nic-400g").with_(nic_gbps=nic)
+
+
+def nccl_allreduce_scenarios(servers: int, machine, nbytes: float = 1e9) -> dict:
+    """What NCCL's cost model (:func:`scaleout.nccl.model.predict`, release
+    :data:`scaleout.nccl.constants.RELEASE`) predicts for the two cross-server all-reduces of
+    :func:`allreduce_scenarios` that NCCL runs, on ``servers`` servers of ``machine`` (an
+    :class:`scaleout.nccl.topo.Topology` or a preset name; its ``gpus_per_node`` is g), ``nbytes``
+    per GPU: label (``NCCL_SCENARIOS``) -> :class:`scaleout.nccl.model.Prediction`.
+
+    1. "on the rails": one communicator per local rank, the same-rank GPUs of every server,
+       each keeping its own GPU's NIC (:meth:`scaleout.nccl.topo.Topology.group` (1, servers));
+       they run at once on different NICs, so one group's time is the scenario's;
+    2. "all GPUs": one communicator of every GPU: NCCL's rings over all NICs, or its trees.
+
+    Unlike the fluid bound these include NCCL's per-channel speeds (a channel runs below
+    the link: the GPU's PCIe link caps a DGX H100's network channels at 48 GB/s), its
+    protocols and latencies, and its choice of algorithm; like it, they assume a
+    non-blocking fabric (no spine oversubscription, no other jobs)."""
+    s = checks.integer("servers", servers, 1, MAX_GPUS)
+    if isinstance(machine, str):
+        base = nccl.PRESETS[checks.choice("machine", machine, tuple(nccl.PRESETS))]
+    else:
+        base = checks.instance("machine", machine, nccl.Topology,
+                               "an nccl.Topology or a preset name")  # fmt: skip
+    if base.gpus_per_node * s > MAX_GPUS:
+        raise checks.fail("servers * gpus_per_node", f"at most {MAX_GPUS} GPUs",
+                          base.gpus_per_node * s)  # fmt: skip
+    if s > 1 and base.nics_per_node == 0:
+        raise checks.fail("machine", "a machine with NICs when servers > 1", base.name)
+    n = checks.positive("nbytes", nbytes, nccl.model.MAX_BYTES)
+    cluster = base.with_(nodes=s)
+    groups = (cluster.group(1, s), cluster)
+    return {name: nccl.predict("allreduce", n, topo)
+            for name, topo in zip(NCCL_SCENARIOS, groups, strict=True)}  # fmt: skip

@@ -1,6 +1,7 @@
 from fuzz import call
 
 from scaleout import tensor_parallel as tp
+from scaleout.tensor_parallel import published
 
 RECORDS = {"megatron": tp.layer_overlap(1, 256, 1024, 8, "megatron")}
 
@@ -20,4 +21,5 @@ BASELINES = {
     ),
     "stage_transfer_animation": call(2, True, 1, 64, 256, 2),
     "overlap_figure": call(RECORDS, title="a layer"),
+    "figure13_figure": call(published.figure13()),
 }

@@ -215,7 +215,7 @@ def collective_seconds(collective: str, nbytes, gpus_per_node: int, nodes: int, 
     checks.choice("collective", collective, ALL_COLLECTIVES)
     base = _topo(topo)
     checks.integer("nodes", nodes, 1, 65536)
-    if nodes > base.nodes:
-        base = base.with_(nodes=nodes)
-    group = base.group(gpus_per_node, nodes)
+    # group on one node, then place it on ``nodes``: the group's GPUs, not the servers'
+    # (a group of one GPU per server on 16,384 DGX servers is 16,384 ranks, not 131,072)
+    group = base.group(gpus_per_node, 1).with_(nodes=nodes)
     return predict(collective, nbytes, group).seconds

@@ -11,6 +11,10 @@ from ``scaleout.tensor_parallel``:
 * ``overlap``: which of those collectives Megatron-LM,
   Transformer Engine and PyTorch's async tensor parallelism hide behind a GEMM.
 * ``stages``: the scatter-gather between pipeline stages.
+* ``network``: the server NCCL's model prices those collectives on, built from the link
+  presets (:func:`~scaleout.tensor_parallel.network.machine`).
+* ``published`` (not re-exported): Narayanan et al.'s Figure 13 (tensor x pipeline on 64
+  A100s) and the model of it, :mod:`scaleout.tensor_parallel.published`.
 
 Sources: Shoeybi et al., "Megatron-LM" (arXiv 1909.08053, Sec. 3); Narayanan et al., SC21
 (arXiv 2104.04473, Sec. 3, Sec. 4.1, Appendix); Korthikanti et al., "Reducing Activation
@@ -35,6 +39,7 @@ from .layers import (
     tensor_parallel_attention,
     valid_tensor_parallel_sizes,
 )
+from .network import BASE_PRESETS, NVLINK_GPUS, check_machine, group_shape, machine
 from .overlap import BLOCK_GEMMS, OVERLAPS, LayerOverlap, layer_overlap
 from .sizes import (
     MAX_BATCH,
@@ -45,7 +50,13 @@ from .sizes import (
     MAX_SEQ,
     MAX_T,
 )
-from .stages import StageTransfer, stage_transfer, stage_transfer_schedule, stage_transfer_seconds
+from .stages import (
+    MODELS,
+    StageTransfer,
+    stage_transfer,
+    stage_transfer_schedule,
+    stage_transfer_seconds,
+)
 from .traffic import (
     BLOCKS,
     COLLECTIVES,
@@ -101,7 +112,14 @@ __all__ = [
     "stage_transfer",
     "stage_transfer_seconds",
     "stage_transfer_schedule",
+    # network
+    "machine",
+    "check_machine",
+    "group_shape",
     # constants and limits
+    "MODELS",
+    "NVLINK_GPUS",
+    "BASE_PRESETS",
     "COMBINES",
     "MODES",
     "BLOCKS",

@@ -13,8 +13,12 @@ from dataclasses import dataclass
 from .. import checks
 from .. import collectives as C
 from .. import costmodel as M
+from ..nccl import p2p
+from . import network
 from .sizes import MAX_SCHEDULE_T, MAX_T, divides, layer_sizes, t_size
-from .traffic import GPUS_PER_SERVER, INTER, INTRA, _link
+from .traffic import GPUS_PER_SERVER, INTER, INTRA, _link, collective_seconds
+
+MODELS = ("nccl", "alpha-beta")
 
 
 @dataclass(frozen=True)
@@ -68,22 +72,51 @@ def stage_transfer(b, s, h, t, dtype_bytes=2, gpus_per_server=GPUS_PER_SERVER) -
     return StageTransfer(t, n, n, n / t, M.busbw_factor("allgather", t) * n)
 
 
-def stage_transfer_seconds(b, s, h, t, dtype_bytes=2, intra=INTRA, inter=INTER):
-    """(seconds without, seconds with scatter-gather): rails run in parallel, each send
-    alpha + bytes beta on the NIC (costmodel's broadcast on p = 2), plus the NVLink ring
-    all-gather of the whole tensor for scatter-gather."""
-    st = stage_transfer(b, s, h, t, dtype_bytes)
-    nv, nic = _link("intra", intra), _link("inter", inter)
+def stage_transfer_seconds(
+    b, s, h, t, dtype_bytes=2, intra=None, inter=None, *, model="nccl", machine=None
+):
+    """(seconds without, seconds with scatter-gather). The t rails run in parallel; with
+    scatter-gather the receivers then all-gather the whole tensor inside their server.
 
-    def send(nbytes):
-        return M.collective_time(
-            "broadcast", "binomial", nbytes, 2, nic.alpha_s, nic.beta_s_per_byte
+    ``model="nccl"`` (the default): each rail's send is :func:`scaleout.nccl.p2p.sendrecv_us`
+    (the book's point-to-point model, built from NCCL's constants: NCCL does not price
+    send/recv) and the all-gather NCCL's model (:func:`collective_seconds`), on ``machine``
+    (an :class:`scaleout.nccl.topo.Topology` or preset name; then leave ``intra``/``inter`` out)
+    or the server :func:`scaleout.tensor_parallel.network.machine` builds from the links.
+    ``model="alpha-beta"``: alpha + bytes beta on the ``inter`` NIC (costmodel's broadcast on
+    p = 2) and chapter 1's NVLink ring all-gather on ``intra``."""
+    model = checks.choice("model", model, MODELS)
+    if model == "alpha-beta":
+        if machine is not None:
+            raise checks.fail("machine", "None unless model is 'nccl'", machine)
+        st = stage_transfer(b, s, h, t, dtype_bytes)
+        nv = _link("intra", INTRA if intra is None else intra)
+        nic = _link("inter", INTER if inter is None else inter)
+
+        def send(nbytes):
+            return M.collective_time(
+                "broadcast", "binomial", nbytes, 2, nic.alpha_s, nic.beta_s_per_byte
+            )
+
+        gather = M.collective_time(
+            "allgather", "ring", st.tensor_bytes, st.t, nv.alpha_s, nv.beta_s_per_byte
         )
-
-    gather = M.collective_time(
-        "allgather", "ring", st.tensor_bytes, st.t, nv.alpha_s, nv.beta_s_per_byte
-    )
-    return float(send(st.per_rail_full)), float(send(st.per_rail_scatter_gather) + gather)
+        return float(send(st.per_rail_full)), float(send(st.per_rail_scatter_gather) + gather)
+    if machine is None:
+        topo = network.machine(GPUS_PER_SERVER, INTRA if intra is None else intra,
+                               INTER if inter is None else inter)  # fmt: skip
+    else:
+        topo = network.check_machine(machine)
+        for name, value in (("intra", intra), ("inter", inter)):
+            if value is not None:
+                raise checks.fail(name, "None when machine is given", value)
+    st = stage_transfer(b, s, h, t, dtype_bytes, gpus_per_server=topo.gpus_per_node)
+    if topo.nics_per_node == 0:
+        raise checks.fail("machine", "a machine with NICs (the stages sit on two servers)",
+                          topo.name)  # fmt: skip
+    full, part = p2p.sendrecv_us(topo, [st.per_rail_full, st.per_rail_scatter_gather], False)
+    gather = collective_seconds("allgather", st.tensor_bytes, st.t, machine=topo)
+    return float(full * 1e-6), float(part * 1e-6 + gather)
 
 
 def stage_transfer_schedule(t: int, n: int, scatter_gather: bool = True) -> list[C.Step]:

@@ -12,18 +12,22 @@ column-parallel layer keeps only its input's sequence shard and all-gathers it a
 the backward pass for the weight gradient).
 
 Symbols: t tensor-parallel GPUs, b micro-batch, s sequence length, h hidden size. Times
-are seconds, sizes bytes; collective times come from
-:func:`scaleout.costmodel.collective_time` with the link presets of
-:mod:`scaleout.hardware`. Limits: :mod:`scaleout.tensor_parallel.sizes`.
+are seconds, sizes bytes; collective times come from NCCL's cost model
+(:mod:`scaleout.nccl`, the default) or from :func:`scaleout.costmodel.collective_time`
+with the link presets of :mod:`scaleout.hardware` (:func:`collective_seconds`). Limits:
+:mod:`scaleout.tensor_parallel.sizes`.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 
-from .. import checks
+import numpy as np
+
+from .. import checks, nccl
 from .. import costmodel as M
 from .. import hardware as H
+from . import network
 from .layers import MAX_HEADS
 from .sizes import MAX_BATCH, MAX_HIDDEN, MAX_SEQ, MAX_T, divides, layer_sizes, t_size
 
@@ -34,9 +38,11 @@ GPUS_PER_SERVER = H.system("DGX H100").gpus_per_server
 # sparsity*; dense matrices run at half of that.
 H100_SXM_BF16_DENSE_FLOPS = 1979e12 / 2
 INTRA, INTER = "nvlink4-h100", "nic-400g"
-# "flat-ring" is the one-NIC teaching case: one ring whose every step runs at one NIC's
-# speed. Real NCCL stripes several rings over all the NICs of a server (chapter 10).
-TOPOLOGIES = ("flat-ring", "two-level")
+# "nccl" prices with NCCL's own cost model (chapter 10); "flat-ring" is chapter 1's
+# alpha-beta ring, and beyond one server the one-NIC teaching case (one ring whose every
+# step runs at one NIC's speed; real NCCL stripes its rings over all the NICs of a server);
+# "two-level" is the alpha-beta hierarchical all-reduce.
+TOPOLOGIES = ("nccl", "flat-ring", "two-level")
 COLLECTIVES = ("allreduce", "reducescatter", "allgather")
 MAX_COUNT = 1_000  # collectives of one kind per pass, for a LayerTraffic record
 
@@ -149,29 +155,53 @@ def collective_seconds(
     nbytes,
     t,
     *,
-    gpus_per_server=GPUS_PER_SERVER,
-    intra=INTRA,
-    inter=INTER,
-    topology="flat-ring",
+    gpus_per_server=None,
+    intra=None,
+    inter=None,
+    topology="nccl",
+    machine=None,
 ):
-    """Seconds for a ring ``collective`` of n = ``nbytes`` (vectorised) on t GPUs that fill
+    """Seconds for a ``collective`` of n = ``nbytes`` (vectorised) on t GPUs that fill
     NVLink domains of ``gpus_per_server`` GPUs in order (a server's 8, or a whole rack's 72
-    in a GB200 NVL72).
+    in a GB200 NVL72). Defaults: a DGX H100 (8 GPUs, ``intra="nvlink4-h100"``, one
+    ``inter="nic-400g"`` NIC per GPU).
 
-    t <= gpus_per_server: one ring on the ``intra`` link (NVLink via NVSwitch).
-    Beyond, ``"flat-ring"``, the one-NIC teaching case: one ring whose every step runs at
-    the ``inter`` link (one NIC), the slowest hop setting the pace; real NCCL runs several
-    rings striped over all the NICs of a server, which this case leaves out.
-    ``"two-level"``: reduce-scatter inside each server, the collective across servers on
-    1/g of the data (each GPU on its own NIC, rails in parallel), all-gather inside (needs
-    g | t). Every term is :func:`scaleout.costmodel.collective_time` (``"ring"``, gamma = 0).
+    ``topology``:
+
+    * ``"nccl"`` (the default): NCCL's own cost model, release
+      :data:`scaleout.nccl.constants.RELEASE` (chapter 10,
+      :func:`scaleout.nccl.model.collective_seconds`), for a communicator of t GPUs, inside
+      one NVLink domain or ``t / gpus_per_server`` whole servers (when g does not divide t,
+      the regular group of :func:`scaleout.tensor_parallel.network.group_shape`). The
+      machine is ``machine`` (an :class:`scaleout.nccl.topo.Topology` or a preset name of
+      :data:`scaleout.nccl.topo.PRESETS`, whose ``gpus_per_node`` is the server size; then
+      leave ``gpus_per_server``, ``intra`` and ``inter`` out) or the one
+      :func:`scaleout.tensor_parallel.network.machine` builds from ``gpus_per_server``,
+      ``intra`` and ``inter``.
+    * ``"flat-ring"``: chapter 1's alpha-beta ring (:func:`scaleout.costmodel.collective_time`,
+      ``"ring"``, gamma = 0) with the link presets of :mod:`scaleout.hardware`: for
+      t <= gpus_per_server one ring on the ``intra`` link; beyond, **the one-NIC teaching
+      case** ("what if one NIC"): one ring whose every step runs at one ``inter`` NIC, the
+      slowest hop setting the pace. Real NCCL stripes its rings over all the NICs of a
+      server; this case leaves that out and overstates the time up to g times.
+    * ``"two-level"``: alpha-beta hierarchical all-reduce (Horovod's, not NCCL's):
+      reduce-scatter inside each server, the collective across servers on 1/g of the data
+      (each GPU on its own NIC, rails in parallel), all-gather inside (needs g | t).
     """
     collective = checks.choice("collective", collective, COLLECTIVES)
     topology = checks.choice("topology", topology, TOPOLOGIES)
     t = t_size(t)
-    g = checks.integer("gpus_per_server", gpus_per_server, 1, MAX_T)
-    nv, nic = _link("intra", intra), _link("inter", inter)
     n = checks.array("nbytes", nbytes, low=0.0)
+    if topology == "nccl":
+        topo = _machine(gpus_per_server, intra, inter, machine)
+        seconds = _nccl_seconds(collective, n, t, topo)
+        return checks.as_output(checks.finite_result("the collective time", seconds))
+    if machine is not None:
+        raise checks.fail("machine", "None unless topology is 'nccl'", machine)
+    g = checks.integer("gpus_per_server", GPUS_PER_SERVER if gpus_per_server is None
+                       else gpus_per_server, 1, MAX_T)  # fmt: skip
+    nv = _link("intra", INTRA if intra is None else intra)
+    nic = _link("inter", INTER if inter is None else inter)
 
     def ring(name, size, p, link):
         return M.collective_time(name, "ring", size, p, link.alpha_s, link.beta_s_per_byte)
@@ -189,6 +219,35 @@ def collective_seconds(
         if collective in ("allreduce", "allgather"):
             seconds = seconds + ring("allgather", n, g, nv)
     return checks.as_output(checks.finite_result("the collective time", seconds))
+
+
+def _machine(gpus_per_server, intra, inter, machine) -> nccl.Topology:
+    """The machine of ``topology="nccl"``: ``machine`` if given (then no link arguments),
+    else the one built from the links (:func:`scaleout.tensor_parallel.network.machine`)."""
+    if machine is None:
+        return network.machine(
+            GPUS_PER_SERVER if gpus_per_server is None else gpus_per_server,
+            INTRA if intra is None else intra,
+            INTER if inter is None else inter,
+        )
+    topo = network.check_machine(machine)
+    for name, value in (("intra", intra), ("inter", inter)):
+        if value is not None:
+            raise checks.fail(name, "None when machine is given (the machine has its links)",
+                              value)  # fmt: skip
+    if gpus_per_server is not None and gpus_per_server != topo.gpus_per_node:
+        raise checks.fail("gpus_per_server", f"None or the machine's {topo.gpus_per_node}",
+                          gpus_per_server)  # fmt: skip
+    return topo
+
+
+def _nccl_seconds(collective: str, n: np.ndarray, t: int, topo: nccl.Topology) -> np.ndarray:
+    per_server, servers = network.group_shape(t, topo.gpus_per_node)
+    seconds = np.zeros(n.shape)
+    sent = n > 0  # an empty collective costs nothing (NCCL returns at once)
+    if np.any(sent):
+        seconds[sent] = nccl.collective_seconds(collective, n[sent], per_server, servers, topo)
+    return seconds
 
 
 @dataclass(frozen=True)
@@ -212,11 +271,11 @@ def layer_comm_seconds(
 ):
     """Communication seconds of one layer per micro-batch: the collectives of
     :func:`layer_traffic`, each timed by :func:`collective_seconds` (``links``:
-    gpus_per_server, intra, inter, topology). All of it, overlapped or not
-    (:func:`scaleout.tensor_parallel.layer_overlap` splits it)."""
-    unknown = sorted(set(links) - {"gpus_per_server", "intra", "inter", "topology"})
+    gpus_per_server, intra, inter, topology, machine; NCCL's model by default). All of it,
+    overlapped or not (:func:`scaleout.tensor_parallel.layer_overlap` splits it)."""
+    unknown = sorted(set(links) - {"gpus_per_server", "intra", "inter", "topology", "machine"})
     if unknown:
-        allowed = "keywords among gpus_per_server, intra, inter, topology"
+        allowed = "keywords among gpus_per_server, intra, inter, topology, machine"
         raise checks.fail("links", allowed, unknown)
     traffic = layer_traffic(
         b, s, h, t, dtype_bytes, sequence_parallel, regather_input=regather_input

@@ -6,7 +6,8 @@ comes from :func:`~scaleout.tensor_parallel.matmul_shards`; what f and g do from
 :func:`~scaleout.tensor_parallel.layer_compute_seconds`; the hidden and exposed
 communication from :func:`~scaleout.tensor_parallel.layer_overlap` records; the
 scatter-gather steps from :func:`~scaleout.tensor_parallel.stage_transfer_schedule`,
-replayed with :func:`scaleout.collectives.replay`. Arguments are checked with
+replayed with :func:`scaleout.collectives.replay`; the Figure 13 comparison from
+:mod:`scaleout.tensor_parallel.published` records. Arguments are checked with
 :mod:`scaleout.checks`.
 """
 
@@ -14,12 +15,16 @@ from __future__ import annotations
 
 import numpy as np
 import plotly.graph_objects as go
+from plotly.subplots import make_subplots
 
 from .. import checks
 from .. import collectives as C
+from .. import hardware as H
 from .. import tensor_parallel as tp
+from ..tensor_parallel import network as tpn
+from ..tensor_parallel import published as tpp
 from .animate import animation
-from .theme import NEUTRAL, new_figure, rank_color
+from .theme import NEUTRAL, new_figure, rank_color, template
 
 SUM_COLOR = "#333333"  # a reduced (summed) result, as in viz.collectives
 IDLE = "#E0E0E0"
@@ -315,10 +320,12 @@ def comm_time_figure(
     peak_flops: float = tp.H100_SXM_BF16_DENSE_FLOPS,
 ) -> go.Figure:
     """Communication time per layer (forward + backward, one micro-batch) against t for
-    both topologies of :func:`~scaleout.tensor_parallel.collective_seconds`, with the
-    ideal compute time per GPU, and the server boundary marked. ``ts``: at most MAX_TS
-    sizes; those that do not divide h, or cross the boundary without filling whole servers,
-    are left out."""
+    NCCL's model and the two alpha-beta topologies of
+    :func:`~scaleout.tensor_parallel.collective_seconds` (the flat ring across servers is
+    the one-NIC teaching case), with the ideal compute time per GPU, and the server boundary
+    marked. ``ts``: at most MAX_TS sizes; those that do not divide h, or cross the boundary
+    without filling whole servers, are left out. NCCL's curve is left out for links its
+    model does not cover (P100), and the title says so."""
     h = checks.integer("h", h, 1, tp.MAX_HIDDEN)
     g = checks.integer("gpus_per_server", gpus_per_server, 1, tp.MAX_T)
     ts = checks.array("ts", ts, ndim=1, integer=True, low=1, high=tp.MAX_T, max_size=MAX_TS)
@@ -328,8 +335,15 @@ def comm_time_figure(
     gpus_per_server = g
     links = dict(gpus_per_server=gpus_per_server, intra=intra, inter=inter)
     fig = new_figure(height=480)
-    labels = {"flat-ring": "flat ring, one NIC (teaching case)", "two-level": "two-level"}
-    for topology, dash, color in (("flat-ring", "solid", 3), ("two-level", "dash", 0)):
+    labels = {"nccl": "NCCL's model", "flat-ring": "alpha-beta ring, one NIC across servers "
+              "(teaching case)", "two-level": "alpha-beta two-level"}  # fmt: skip
+    intra = checks.choice("intra", intra, tuple(H.LINKS))
+    inter = checks.choice("inter", inter, tuple(H.LINKS))
+    nccl_ok = intra in tpn.NVLINK_GPUS or H.link(intra).kind == "pcie"
+    styles = [("flat-ring", "dot", 3), ("two-level", "dash", 0)]
+    if nccl_ok:
+        styles.insert(0, ("nccl", "solid", 5))
+    for topology, dash, color in styles:
         ms = [
             tp.layer_comm_seconds(b, s, h, t, dtype_bytes, topology=topology, **links).total * 1e3
             for t in ts
@@ -339,7 +353,7 @@ def comm_time_figure(
             y=ms,
             mode="lines+markers",
             name=f"communication, {labels[topology]}",
-            line=dict(dash=dash, width=2.5, color=rank_color(color)),
+            line=dict(dash=dash, width=3 if topology == "nccl" else 2.5, color=rank_color(color)),
             hovertemplate="t = %{x}: %{y:.3g} ms<extra>" + topology + "</extra>",
         )
     compute = [tp.layer_compute_seconds(b, s, h, t, peak_flops).total * 1e3 for t in ts]
@@ -348,7 +362,7 @@ def comm_time_figure(
         y=compute,
         mode="lines+markers",
         name="compute at peak (ideal)",
-        line=dict(dash="dot", width=2, color=rank_color(2)),
+        line=dict(dash="dashdot", width=2, color=rank_color(2)),
         hovertemplate="t = %{x}: %{y:.3g} ms<extra>compute</extra>",
     )
     # Between G and 2G on the log axis: a shape takes the data value, an annotation log10.
@@ -376,7 +390,9 @@ def comm_time_figure(
     fig.update_layout(
         title_text=f"Tensor-parallel communication per layer, b = {b}, s = {s}, h = {h}<br>"
         f"<sup>{intra} inside a server, {inter} per GPU between servers; "
-        f"{dtype_bytes:g}-byte values</sup>",
+        f"{dtype_bytes:g}-byte values"
+        + ("" if nccl_ok else f"; NCCL's model has no {intra}")
+        + "</sup>",
         xaxis=dict(type="log", title_text="tensor-parallel GPUs t", tickvals=ts),
         yaxis=dict(
             type="log",
@@ -568,5 +584,59 @@ def overlap_figure(records, title: str = "") -> go.Figure:
         yaxis=dict(title_text="overlap schedule", autorange="reversed", title_standoff=12),
         legend=dict(orientation="h", x=0.0, y=-0.25, yanchor="top", traceorder="normal"),
         margin=dict(l=250, t=60, b=110),
+    )
+    return fig
+
+
+def figure13_figure(rows) -> go.Figure:
+    """Narayanan et al.'s Figure 13 splits as the model prices them: one panel per global
+    batch size, throughput per GPU relative to the best split of that panel, grouped bars
+    per (t, p) for each topology of the :class:`~scaleout.tensor_parallel.published.Iteration`
+    records ``rows`` (from :func:`~scaleout.tensor_parallel.published.figure13`, at most
+    40), with the paper's measured best split (t = 8) marked."""
+    if not isinstance(rows, list | tuple) or not 1 <= len(rows) <= 40:
+        raise checks.fail("rows", "a list of 1 to 40 published.Iteration records", rows)
+    for r in rows:
+        checks.instance("rows item", r, tpp.Iteration, "a published.Iteration")
+    batches = sorted({r.batch for r in rows})
+    topologies = list(dict.fromkeys(r.topology for r in rows))
+    names = {"nccl": "NCCL's model", "flat-ring": "one NIC (teaching case)",
+             "two-level": "two-level (alpha-beta)"}  # fmt: skip
+    colors = {"nccl": 5, "flat-ring": 3, "two-level": 0}
+    fig = make_subplots(rows=1, cols=len(batches), shared_yaxes=True,
+                        subplot_titles=[f"global batch {b}" for b in batches])  # fmt: skip
+    for col, batch in enumerate(batches, start=1):
+        for topology in topologies:
+            sel = sorted((r for r in rows if r.batch == batch and r.topology == topology),
+                         key=lambda r: -r.t)  # fmt: skip
+            best = max(r.tflops_per_gpu for r in sel)
+            fig.add_bar(
+                x=[f"t={r.t}, p={r.p}" for r in sel],
+                y=[r.tflops_per_gpu / best for r in sel],
+                name=names[topology],
+                marker_color=rank_color(colors[topology]),
+                showlegend=col == 1,
+                customdata=[[r.tflops_per_gpu, r.comm_over_compute] for r in sel],
+                hovertemplate="%{x}: %{y:.2f} of the best (%{customdata[0]:.0f} TFLOP/s, "
+                "communication / compute %{customdata[1]:.2f})<extra>"
+                + names[topology]
+                + "</extra>",
+                row=1,
+                col=col,
+            )
+        fig.add_annotation(x="t=8, p=8", y=1.08, text="measured best", showarrow=False,
+                           font=dict(size=11, color="#444"), row=1, col=col)  # fmt: skip
+    fig.update_yaxes(title_text="throughput / best split of the model", range=[0, 1.15],
+                     row=1, col=1)  # fmt: skip
+    fig.update_xaxes(title_text="(tensor, pipeline) on 64 A100s")
+    fig.update_layout(
+        template=template(),
+        barmode="group",
+        height=440,
+        title_text="162.2B GPT on 8 DGX A100 (Narayanan et al., Figure 13): the model's "
+        "throughput per GPU<br><sup>ideal compute + every tensor-parallel all-reduce + 1F1B "
+        "bubble; relative to the best split of each model</sup>",
+        legend=dict(orientation="h", x=0.0, y=-0.25, yanchor="top"),
+        margin=dict(t=90, b=110),
     )
     return fig

@@ -13,10 +13,11 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
+import numpy as np
 import plotly.graph_objects as go
 from plotly.subplots import make_subplots
 
-from .. import checks
+from .. import checks, nccl
 from .. import hardware as H
 from .. import topology as T
 from .theme import NEUTRAL, rank_color, template
@@ -490,47 +491,77 @@ def traffic_figure(
     return fig
 
 
-def allreduce_times(timings: dict, title: str) -> go.Figure:
-    """Horizontal bars: the time of each scenario of
+def allreduce_times(timings: dict, title: str, nccl_times: dict | None = None) -> go.Figure:
+    """Horizontal bars: the fluid-bound time of each scenario of
     :func:`scaleout.topology.allreduce_scenarios` (a mapping of label -> Timing), split into
-    latency and bandwidth terms."""
+    latency and bandwidth terms, and, below them, NCCL's model for the scenarios of
+    :func:`scaleout.topology.nccl_allreduce_scenarios` (``nccl_times``: label ->
+    :class:`scaleout.nccl.model.Prediction`, one bar each, labelled with NCCL's algorithm and
+    protocol)."""
     if not isinstance(timings, Mapping) or not 1 <= len(timings) <= MAX_BARS:
         raise checks.fail("timings", f"a mapping of 1 to {MAX_BARS} labels -> Timing", timings)
     for label, timing in timings.items():
         checks.text("timings label", label, 80)
         checks.instance("timings value", timing, T.Timing)
+    nccl_times = {} if nccl_times is None else nccl_times
+    if not isinstance(nccl_times, Mapping) or len(timings) + len(nccl_times) > MAX_BARS:
+        raise checks.fail("nccl_times", f"None or a mapping of labels -> Prediction, at most "
+                          f"{MAX_BARS} bars in all", nccl_times)  # fmt: skip
+    for label, pred in nccl_times.items():
+        checks.text("nccl_times label", label, 80)
+        checks.instance("nccl_times value", pred, nccl.Prediction, "an nccl.Prediction")
+        if np.ndim(pred.seconds) != 0:
+            raise checks.fail("nccl_times value", "a Prediction for one size", pred.nbytes)
+        if label in timings:
+            raise checks.fail("nccl_times label", "a label not among the timings", label)
     title = checks.text("title", title, 400)
-    names = list(timings)[::-1]
+    names = (list(timings) + list(nccl_times))[::-1]
+    fluid = [n for n in names if n in timings]
     fig = go.Figure(layout=dict(template=template()))
     for label, key, color in (
-        ("bandwidth term", "bandwidth_s", rank_color(0)),
-        ("latency term (steps × α)", "latency_s", rank_color(1)),
+        ("fluid bound: bandwidth term", "bandwidth_s", rank_color(0)),
+        ("fluid bound: latency term (steps × α)", "latency_s", rank_color(1)),
     ):
         fig.add_bar(
-            y=names,
-            x=[getattr(timings[n], key) * 1e3 for n in names],
+            y=fluid,
+            x=[getattr(timings[n], key) * 1e3 for n in fluid],
             orientation="h",
             name=label,
             marker_color=color,
             hovertemplate="%{y}: %{x:.3g} ms<extra>" + label + "</extra>",
         )
+    seconds = {n: timings[n].seconds if n in timings else nccl_times[n].seconds for n in names}
+    if nccl_times:
+        modelled = [n for n in names if n in nccl_times]
+        fig.add_bar(
+            y=modelled,
+            x=[nccl_times[n].seconds * 1e3 for n in modelled],
+            orientation="h",
+            name=f"NCCL's cost model ({nccl.RELEASE})",
+            marker_color=rank_color(2),
+            customdata=[f"{nccl_times[n].algorithm}/{nccl_times[n].protocol}" for n in modelled],
+            hovertemplate="%{y}: %{x:.3g} ms (%{customdata})<extra>NCCL's model</extra>",
+        )
+    text = {n: f"  {seconds[n] * 1e3:.3g} ms" for n in names}
+    for n, pred in nccl_times.items():
+        text[n] += f" ({pred.algorithm}/{pred.protocol})"
     fig.add_scatter(
         y=names,
-        x=[timings[n].seconds * 1e3 for n in names],
+        x=[seconds[n] * 1e3 for n in names],
         mode="text",
-        text=[f"  {timings[n].seconds * 1e3:.3g} ms" for n in names],
+        text=[text[n] for n in names],
         textposition="middle right",
         showlegend=False,
         hoverinfo="skip",
     )
-    top = max(max(t.seconds for t in timings.values()) * 1e3, 1e-9)
+    top = max(max(seconds.values()) * 1e3, 1e-9)
     fig.update_layout(
         title_text=title,
         barmode="stack",
-        xaxis=dict(title_text="time (ms)", range=[0, 1.3 * top]),
+        xaxis=dict(title_text="time (ms)", range=[0, 1.45 * top]),
         yaxis=dict(title_text=""),
         height=220 + 36 * len(names),
-        margin=dict(l=250, t=80, r=10),
+        margin=dict(l=290, t=80, r=10),
         legend=dict(orientation="h", x=0.0, y=-0.2, xanchor="left", yanchor="top"),
     )
     return fig

@@ -1,0 +1,102 @@
+"""The machine NCCL prices a tensor-parallel collective on, built from the book's link presets.
+
+:func:`scaleout.tensor_parallel.collective_seconds` takes its links as names from
+:mod:`scaleout.hardware` (``intra``: an NVLink or PCIe preset, ``inter``: a NIC preset) and
+a server size. For ``topology="nccl"`` it prices the collective with NCCL's own cost model
+(:mod:`scaleout.nccl`, chapter 10) on the machine :func:`machine` builds from those three
+values, a documented reduction of a real server to what NCCL's search reads:
+
+* the GPU generation and NVLink link count come from the NVLink preset (V100, A100, H100,
+  B200; P100 has no row in NCCL's model), NVLink SHARP (NVLS) from the generation (Hopper
+  and later sit on third-generation NVSwitches);
+* every other field comes from the preset server of that generation in
+  :data:`scaleout.nccl.topo.PRESETS`: ``dgx-a100`` for V100 and A100 (PCIe gen 3 for V100),
+  ``dgx-h100`` for H100 and for B200 servers of up to 8 GPUs (a DGX B200 has the DGX H100's
+  eight 400 Gb/s NICs and x86 hosts), ``gb200-nvl72`` for B200 NVLink domains of more than
+  8 GPUs, ``pcie`` for PCIe-only servers;
+* ``gpus_per_server`` GPUs per server, each with its own NIC of the ``inter`` preset's speed
+  (the convention of :mod:`scaleout.tensor_parallel`: "each GPU on its own NIC").
+
+Pass an :class:`scaleout.nccl.topo.Topology` as ``machine=`` instead to price any other server.
+"""
+
+from __future__ import annotations
+
+import functools
+import math
+
+from .. import checks, nccl
+from .. import hardware as H
+from .sizes import MAX_T
+
+#: NVLink presets of :mod:`scaleout.hardware` -> NCCL's GPU name.
+NVLINK_GPUS = {"nvlink2-v100": "V100", "nvlink3-a100": "A100", "nvlink4-h100": "H100",
+               "nvlink5-b200": "B200"}  # fmt: skip
+#: Base preset of :data:`scaleout.nccl.topo.PRESETS` per GPU (gb200-nvl72 for B200 beyond 8 GPUs).
+BASE_PRESETS = {"V100": "dgx-a100", "A100": "dgx-a100", "H100": "dgx-h100", "B200": "dgx-h100"}
+
+
+def _preset(name: str, value, kind: str) -> H.LinkPreset:
+    allowed = tuple(k for k, v in H.LINKS.items() if v.kind in kind.split("|"))
+    return H.link(checks.choice(name, value, allowed))
+
+
+def machine(gpus_per_server: int = 8, intra: str = "nvlink4-h100", inter: str = "nic-400g"):
+    """One server of ``gpus_per_server`` GPUs linked by ``intra`` (an NVLink or PCIe preset
+    of :mod:`scaleout.hardware`), each with one NIC of the ``inter`` preset, as an
+    :class:`scaleout.nccl.topo.Topology` on one node (see the module docstring). Cached."""
+    g = checks.integer("gpus_per_server", gpus_per_server, 1, nccl.topo.MAX_GPUS_PER_NODE)
+    nv = _preset("intra", intra, "nvlink|pcie")
+    nic = _preset("inter", inter, "nic")
+    return _machine(g, nv.name, nic.name)
+
+
+@functools.lru_cache(maxsize=256)
+def _machine(g: int, intra: str, inter: str) -> nccl.Topology:
+    nv, nic = H.link(intra), H.link(inter)
+    nic_gbps = float(H.gbyte_per_s_to_gbit_per_s(nic.gb_per_s))
+    name = f"{intra} x{g}, {inter} per GPU"
+    if nv.kind == "pcie":
+        gen = int(intra[len("pcie")])
+        switch = 2 if g % 2 == 0 else 1
+        return nccl.PRESETS["pcie"].with_(name=name, gpus_per_node=g, pcie_gen=gen,
+                                          nics_per_node=g, nic_gbps=nic_gbps,
+                                          switch_gpus=switch)  # fmt: skip
+    if intra not in NVLINK_GPUS:
+        raise checks.fail("intra", f"an NVLink preset NCCL's model covers {tuple(NVLINK_GPUS)}"
+                          " or a PCIe preset", intra)  # fmt: skip
+    gpu = NVLINK_GPUS[intra]
+    base = nccl.PRESETS["gb200-nvl72" if gpu == "B200" and g > 8 else BASE_PRESETS[gpu]]
+    switch = min(base.switch_gpus, g) if g % base.switch_gpus == 0 else 1
+    fields = dict(name=name, gpus_per_node=g, gpu=base.gpu if base.gpu == "GB200" else gpu,
+                  nvlink_links=nv.links, nics_per_node=g, nic_gbps=nic_gbps,
+                  nvls=nccl.topo.GPUS[gpu][0] >= 90, collnet=False, switch_gpus=switch)  # fmt: skip
+    if gpu == "V100":
+        fields.update(pcie_gen=3, cpu="intel")
+    return base.with_(**fields)
+
+
+def check_machine(value) -> nccl.Topology:
+    """``value`` if it is an :class:`scaleout.nccl.topo.Topology` of one NVLink domain per node
+    (its ``nodes`` field is ignored: the group decides), or a preset name of
+    :data:`scaleout.nccl.topo.PRESETS`."""
+    if isinstance(value, str):
+        return nccl.PRESETS[checks.choice("machine", value, tuple(nccl.PRESETS))]
+    topo = checks.instance("machine", value, nccl.Topology, "an nccl.Topology or a preset name")
+    checks.integer("machine.gpus_per_node", topo.gpus_per_node, 1, MAX_T)
+    return topo
+
+
+def group_shape(t: int, gpus_per_server: int) -> tuple[int, int]:
+    """(GPUs per server, servers) of a group of t GPUs filling servers of ``gpus_per_server``
+    in order: (t, 1) inside one server, (g, t / g) when g divides t. NCCL's search (as the
+    library replays it) covers regular groups only, so a group that would fill servers
+    unevenly (12 GPUs on 8-GPU servers: 8 + 4) is priced as the regular group of the same
+    size spread evenly, ``gcd(t, g)`` GPUs on each of ``t / gcd(t, g)`` servers (4 on each
+    of 3): the same ranks and more NICs, a documented reduction, not NCCL's own layout."""
+    t = checks.integer("t", t, 1, MAX_T)
+    g = checks.integer("gpus_per_server", gpus_per_server, 1, MAX_T)
+    if t <= g:
+        return t, 1
+    per = math.gcd(t, g)
+    return per, t // per
