@@ -30,12 +30,13 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from .. import checks
+from .. import checks, hardware
 from .sizes import t_size
 from .traffic import TOPOLOGIES, layer_comm_seconds, layer_flops
 
-#: The A100 SXM's dense fp16/bf16 Tensor Core peak, 312 TFLOP/s (NVIDIA A100 datasheet).
-A100_DENSE_FLOPS = 312e12
+#: The A100 SXM's dense fp16/bf16 Tensor Core peak in FLOP/s (312 TFLOP/s), from hardware's
+#: GPU table (NVIDIA A100 datasheet).
+A100_DENSE_FLOPS = hardware.gpu("A100-80GB").bf16_tflops * 1e12
 #: The model and run of Figure 13, from run_figure_13.sh and CONFIG.sh (the vocabulary from
 #: Table 1).
 FIGURE_13 = dict(layers=32, hidden=20480, heads=128, seq=2048, vocab=51200, micro_batch=1,
