@@ -16,7 +16,8 @@ bytes; their ``p - 1`` read as ``p' - 1``. These are the costs of
 :mod:`scaleout.collectives`' schedules, and of MPICH's comments
 (``allreduce_intra_reduce_scatter_allgather.c``). For all-gather MPICH runs recursive
 doubling on powers of two only and Bruck's algorithm otherwise, at the same
-``ceil(lg p) a + ((p-1)/p) n b`` (the comment of ``allgather_intra_brucks.c``). Every cost is ``messages(p) * alpha + n * (beta_per_byte(p) * beta + gamma_per_byte(p) *
+``ceil(lg p) a + ((p-1)/p) n b`` (the comment of ``allgather_intra_brucks.c``).
+Every cost is ``messages(p) * alpha + n * (beta_per_byte(p) * beta + gamma_per_byte(p) *
 gamma)``, so it is linear in alpha, beta, gamma and n, and zero for p = 1.
 
 Bus bandwidth follows nccl-tests ``doc/PERFORMANCE.md``: ``algbw = S / t`` and ``busbw =
