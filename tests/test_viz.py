@@ -226,3 +226,18 @@ def test_measured_vs_model_marks_the_held_out_sizes():
     assert [d.name for d in everything.data] == ["measured, used by the fit", "fitted ring model"]
     with pytest.raises(ValueError, match="fit must be a fit of the same 3 sizes"):
         VC.measured_vs_model(n[:3], t[:3], fit, p=4)
+
+
+def test_summit_figure_draws_measured_points_and_model_lines():
+    from scaleout import trees as T
+    from scaleout.viz import trees as VT
+
+    c = T.summit_comparison(3e-6, 2e-11)
+    fig = VT.summit_figure(c)
+    modes = [d.mode for d in fig.data]
+    assert modes == ["markers", "lines", "markers", "lines"]
+    assert list(fig.data[0].y) == list(c.measured_tree_us)
+    assert list(fig.data[3].y) == list(c.model_ring_us)
+    assert fig.layout.xaxis.type == "log" and fig.layout.yaxis.title.text.endswith("(µs)")
+    with pytest.raises(ValueError, match="comparison must be"):
+        VT.summit_figure("Summit")
