@@ -777,14 +777,14 @@ class PublishedComparison:
 
     @property
     def same_winner(self) -> np.ndarray:
-        """Per row: does the model pick the faster algorithm the measurement shows?"""
+        """Whether, row by row, the model picks the faster algorithm the measurement shows."""
         return (self.model_tree_us < self.model_ring_us) == (
             self.measured_tree_us < self.measured_ring_us
         )
 
     @property
     def us_per_step(self) -> tuple[np.ndarray, np.ndarray]:
-        """Measured time over the step count of what NCCL runs: (trees, ring), in us."""
+        """The measured times over the step counts of what NCCL runs, trees and ring, in us."""
         return self.measured_tree_us / self.tree_steps, self.measured_ring_us / self.ring_steps
 
 
