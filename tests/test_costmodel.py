@@ -50,9 +50,47 @@ def test_one_rank_costs_nothing(key):
 def test_lg_is_ceil_log2_for_non_powers_of_two():
     np.testing.assert_array_equal(cm.ceil_log2([1, 2, 3, 4, 5, 8, 9, 1024, 1025]),
                                   [0, 1, 2, 2, 3, 3, 4, 10, 11])  # fmt: skip
-    # p = 5: lg p = 3, as for p = 8
-    t = cm.collective_time("allreduce", "recursive_doubling", 1e6, 5, A, B)
+    # Binomial trees take ceil(lg p) rounds at any p: p = 5 costs what p = 8 does.
+    t = cm.collective_time("broadcast", "binomial", 1e6, 5, A, B)
     assert t == pytest.approx(3 * A + 3e6 * B)
+
+
+def test_non_powers_of_two_fold_as_mpich_does():
+    """Regression (review 01.4): p = 6, 12, 24 used to cost ceil(lg p) = 3, 4, 5 messages
+    for recursive doubling, while the schedule (MPICH's fold) takes floor(lg p) + 2."""
+    msgs = [cm.collective_time("allreduce", "recursive_doubling", 0.0, p, 1.0, 0.0)
+            for p in (6, 12, 24)]  # fmt: skip
+    assert msgs == [4.0, 5.0, 6.0]
+    # p = 5 (p' = 4, L = 2): fold (n, reduced), 2 exchanges of n, unfold (n, copied).
+    t = cm.collective_time("allreduce", "recursive_doubling", 1e6, 5, A, B, G)
+    assert t == pytest.approx(4 * A + 4e6 * B + 3e6 * G)
+    # Rabenseifner, p = 6 (p' = 4): MPICH's comment, (2L+2) a + (2(p'-1)/p' + 2) n b + ...
+    t = cm.collective_time("allreduce", "rabenseifner", 1e6, 6, A, B, G)
+    assert t == pytest.approx(6 * A + (1.5 + 2) * 1e6 * B + (0.75 + 1) * 1e6 * G)
+    # Recursive halving, p = 6: fold + 2 halvings + the folded partner's block back.
+    t = cm.collective_time("reducescatter", "recursive_halving", 6e6, 6, A, B, G)
+    assert t == pytest.approx(4 * A + (1 + 0.75 + 1 / 6) * 6e6 * B + 1.75 * 6e6 * G)
+    # Powers of two are unchanged (the HAND table) and p = 1 costs nothing.
+    for key in [("allreduce", "recursive_doubling"), ("allreduce", "rabenseifner"),
+                ("reducescatter", "recursive_halving")]:  # fmt: skip
+        assert cm.collective_time(*key, 1e6, 1, A, B, G) == 0.0
+
+
+@pytest.mark.parametrize("p", range(1, 70))
+def test_allreduce_formulas_equal_the_schedules_exactly(p):
+    """The costs of recursive doubling and Rabenseifner are the one-port time of the
+    library's own schedules (scaleout.collectives), for every p, power of two or not."""
+    from scaleout import collectives as C
+    from scaleout import trees as T
+
+    n = 128 * p  # elements, divisible by p and by p' (equal chunks and blocks)
+    for alg, schedule in (("recursive_doubling", C.recursive_doubling_allreduce_schedule),
+                          ("rabenseifner", C.rabenseifner_allreduce_schedule)):  # fmt: skip
+        steps = schedule(p, n)
+        exact = T.schedule_time(steps, p, 4, A, B)
+        model = cm.collective_time("allreduce", alg, 4 * n, p, A, B)
+        assert model == pytest.approx(exact, rel=1e-12, abs=1e-300)
+        assert cm.collective_time("allreduce", alg, 0.0, p, 1.0, 0.0) == len(steps)
 
 
 def test_vectorised_broadcasting():
@@ -136,6 +174,42 @@ def test_fit_is_non_negative_at_the_boundaries():
     assert negative_intercept.alpha == 0.0 and negative_intercept.beta > 0
 
 
+def test_fit_on_alternate_rows_reports_held_out_error():
+    """Regression (review, cross-cutting): the chapter printed the error on the rows it
+    fitted. With fit_rows="alternate" the fit sees rows 0, 2, 4, ... only, and
+    held_out_err is the error on rows 1, 3, ..., computed from the same alpha and beta."""
+    n = np.array([2.0**k for k in range(10, 27, 2)])  # the chapter's nine sizes
+    exact = cm.collective_time("allreduce", "ring", n, 4, 1.4e-3, 1 / 0.65e9)
+    wobble = 1 + 0.2 * np.array([1, -1, 1, -1, 1, -1, 1, -1, 1])  # +20 % on fitted rows
+    fit = cm.fit_alpha_beta(n, exact * wobble, 4, fit_rows="alternate")
+    assert fit.fitted.tolist() == [True, False] * 4 + [True]
+    assert fit.held_out_err.size == 4 and fit.in_sample_err.size == 5
+    model = cm.collective_time("allreduce", "ring", n, 4, fit.alpha, fit.beta)
+    np.testing.assert_allclose(fit.held_out_err, (model / (exact * wobble) - 1)[1::2])
+    # The fit saw only the +20 % rows: it lands on them, and misses the -20 % rows by
+    # 1.2 / 0.8 - 1 = +50 %, which an in-sample error would never show.
+    np.testing.assert_allclose(fit.in_sample_err, 0.0, atol=1e-9)
+    np.testing.assert_allclose(fit.held_out_err, 0.5, rtol=1e-9)
+    # A mask picks any rows; every row by default, and then nothing is held out.
+    mask = np.zeros(9, bool)
+    mask[[0, 8]] = True
+    two = cm.fit_alpha_beta(n, exact, 4, fit_rows=mask)
+    assert two.fitted.sum() == 2 and two.held_out_err.size == 7
+    np.testing.assert_allclose(two.rel_err, 0.0, atol=1e-9)
+    assert cm.fit_alpha_beta(n, exact, 4).held_out_err.size == 0
+
+
+@pytest.mark.parametrize("rows, message", [
+    ("odd", "fit_rows must be one of"),
+    ([True, False], "fit_rows must be None"),
+    ([1, 0, 1], "fit_rows must be None"),
+    ([True, False, False], "at least two points"),
+])  # fmt: skip
+def test_bad_fit_rows_raise(rows, message):
+    with pytest.raises(ValueError, match=message):
+        cm.fit_alpha_beta([1e3, 1e5, 1e7], [1e-4, 2e-4, 5e-3], 4, fit_rows=rows)
+
+
 @given(seed=st.integers(0, 10_000), m=st.integers(2, 12))
 @settings(max_examples=80, deadline=None)
 def test_two_variable_nnls_satisfies_kkt(seed, m):
@@ -160,14 +234,23 @@ def test_crossover_makes_the_costs_equal():
     assert cm.crossover_bytes("allreduce", "ring", "recursive_doubling", 8, A, B) == n
 
 
-@given(p=st.integers(3, 1024), gamma=st.sampled_from([0.0, G]))
+@given(p=st.integers(4, 1024), gamma=st.sampled_from([0.0, G]))
 @settings(max_examples=60, deadline=None)
 def test_crossover_property(p, gamma):
     n = cm.crossover_bytes("allreduce", "recursive_doubling", "rabenseifner", p, A, B, gamma)
-    assert n > 0  # fewer messages vs fewer bytes: they always cross for p >= 3
+    assert n > 0  # fewer messages vs fewer bytes: they always cross for p >= 4
     t_rd = cm.collective_time("allreduce", "recursive_doubling", n, p, A, B, gamma)
     t_rab = cm.collective_time("allreduce", "rabenseifner", n, p, A, B, gamma)
     assert t_rd == pytest.approx(t_rab, rel=1e-9)
+
+
+def test_crossover_at_three_ranks_needs_the_reduction():
+    # p = 3 folds to p' = 2: both algorithms send 3 n bytes on the critical path
+    # (fold, one exchange of n or two halves, unfold), recursive doubling in fewer messages,
+    # so it never loses on bytes alone; Rabenseifner reduces less (1.5 n against 2 n).
+    assert np.isnan(cm.crossover_bytes("allreduce", "recursive_doubling", "rabenseifner",
+                                       3, A, B))  # fmt: skip
+    assert cm.crossover_bytes("allreduce", "recursive_doubling", "rabenseifner", 3, A, B, G) > 0
 
 
 def test_crossover_nan_when_the_costs_never_cross():
@@ -307,6 +390,8 @@ def test_fit_is_finite_and_non_negative_on_positive_data(seed, m, p):
     rng = np.random.default_rng(seed)
     n = 10 ** rng.uniform(0, 10, m)
     t = 10 ** rng.uniform(-7, 1, m)
-    fit = cm.fit_alpha_beta(n, t, p)
-    assert fit.alpha >= 0 and fit.beta >= 0 and np.isfinite([fit.alpha, fit.beta]).all()
-    assert np.all(np.isfinite(fit.rel_err)) and np.all(fit.rel_err >= -1)
+    for rows in (None, "alternate") if m >= 3 else (None,):
+        fit = cm.fit_alpha_beta(n, t, p, fit_rows=rows)
+        assert fit.alpha >= 0 and fit.beta >= 0 and np.isfinite([fit.alpha, fit.beta]).all()
+        assert np.all(np.isfinite(fit.rel_err)) and np.all(fit.rel_err >= -1)
+        assert fit.rel_err.size == m and fit.held_out_err.size == m - fit.fitted.sum()

@@ -437,3 +437,58 @@ def test_figures_are_built_from_the_library():
         assert all(ax.title.text for ax in fig.select_yaxes())
     with pytest.raises(ValueError, match=r"n must be an integer in \[2, 64\]"):
         VT.trees_figure(65)
+
+
+# --------------------------------------------------- published measurements (Summit)
+
+
+def test_summit_rows_match_the_blog():
+    """Review 09.1: the blog's figure 3 (8-byte all-reduce, 96 to 24,576 GPUs) and its
+    text, "up to 180x improvement at 24k GPUs"."""
+    rows = np.array(T.SUMMIT_ALLREDUCE_8B)
+    assert rows[:, 0].tolist() == [96 * 2**k for k in range(9)]
+    assert np.all(np.diff(rows[:, 1]) > 0) and np.all(np.diff(rows[:, 2]) > 0)
+    assert 170 <= rows[-1, 2] / rows[-1, 1] <= 190  # "up to 180x"
+    assert "figure 3" in T.SUMMIT_SOURCE and T.SUMMIT_GPUS_PER_NODE == 6
+
+
+def test_summit_comparison_is_the_chapter_model_and_nccl_step_counts():
+    a, b = 3e-6, 1 / 50e9
+    c = T.summit_comparison(a, b)
+    p = c.gpus
+    np.testing.assert_allclose(
+        c.model_ring_us, 2 * (p - 1) * a * 1e6 + 2 * (p - 1) / p * 8 * b * 1e6
+    )
+    np.testing.assert_allclose(c.model_tree_us, T.best_tree_time(8.0, p, a, b) * 1e6)
+    assert c.ring_steps.tolist() == (2 * (p - 1)).tolist()
+    assert c.tree_steps.tolist() == [2 * (5 + k) for k in range(4, 13)]  # 16 .. 4096 nodes
+    assert c.same_winner.all()  # the model ranks the two right at every size
+    assert np.all(c.ring_err > 2) and np.all(c.tree_err < -0.6)  # and misses both
+    tree_step, ring_step = c.us_per_step
+    assert (
+        np.ptp(tree_step) / tree_step.mean() < 0.1 and np.ptp(ring_step) / ring_step.mean() < 0.12
+    )
+    np.testing.assert_allclose(c.model_ratio, c.model_ring_us / c.model_tree_us)
+
+
+def test_summit_comparison_checks_its_inputs():
+    with pytest.raises(ValueError, match="alpha must be > 0"):
+        T.summit_comparison(0.0, 1e-11)
+    with pytest.raises(ValueError, match="beta must be"):
+        T.summit_comparison(3e-6, -1.0)
+    with pytest.raises(ValueError, match="nbytes must be"):
+        T.summit_comparison(3e-6, 1e-11, nbytes=float("nan"))
+    c = T.summit_comparison(3e-6, 1e-11)
+    with pytest.raises(ValueError, match="one value per row"):
+        T.PublishedComparison(c.gpus, c.nodes[:3], c.measured_tree_us, c.measured_ring_us,
+                              c.model_tree_us, c.model_ring_us, c.tree_steps, c.ring_steps,
+                              c.source)  # fmt: skip
+
+
+@given(a=st.floats(1e-8, 1e-3), b=st.floats(1e-13, 1e-8), n=st.floats(1.0, 1e9))
+@settings(max_examples=50, deadline=None)
+def test_summit_comparison_is_finite_and_positive(a, b, n):
+    c = T.summit_comparison(a, b, nbytes=n)
+    for x in (c.model_tree_us, c.model_ring_us, c.tree_err, c.ring_err, c.model_ratio):
+        assert np.all(np.isfinite(x))
+    assert np.all(c.model_tree_us > 0) and np.all(c.model_ring_us > 0)

@@ -209,3 +209,35 @@ def test_ring_animation_replays_the_library_schedule():
         first = C.ring_allreduce_schedule(p, p)[0].transfers
         assert list(moved.x) == [t.chunk for t in first]
         assert list(moved.y) == [t.dst for t in first]
+
+
+def test_measured_vs_model_marks_the_held_out_sizes():
+    from scaleout import costmodel as M
+
+    n = [2.0**k for k in range(10, 27, 2)]
+    t = M.collective_time("allreduce", "ring", np.array(n), 4, 1e-3, 1e-9) * 1.05
+    fit = M.fit_alpha_beta(n, t, 4, fit_rows="alternate")
+    fig = VC.measured_vs_model(n, t, fit, p=4)
+    used, held, line = fig.data
+    assert used.marker.symbol == "circle" and held.marker.symbol == "circle-open"
+    assert list(used.x) == n[0::2] and list(held.x) == n[1::2]
+    assert line.mode == "lines"
+    everything = VC.measured_vs_model(n, t, M.fit_alpha_beta(n, t, 4), p=4)
+    assert [d.name for d in everything.data] == ["measured, used by the fit", "fitted ring model"]
+    with pytest.raises(ValueError, match="fit must be a fit of the same 3 sizes"):
+        VC.measured_vs_model(n[:3], t[:3], fit, p=4)
+
+
+def test_summit_figure_draws_measured_points_and_model_lines():
+    from scaleout import trees as T
+    from scaleout.viz import trees as VT
+
+    c = T.summit_comparison(3e-6, 2e-11)
+    fig = VT.summit_figure(c)
+    modes = [d.mode for d in fig.data]
+    assert modes == ["markers", "lines", "markers", "lines"]
+    assert list(fig.data[0].y) == list(c.measured_tree_us)
+    assert list(fig.data[3].y) == list(c.model_ring_us)
+    assert fig.layout.xaxis.type == "log" and fig.layout.yaxis.title.text.endswith("(µs)")
+    with pytest.raises(ValueError, match="comparison must be"):
+        VT.summit_figure("Summit")

@@ -7,7 +7,16 @@ a message of m bytes costs ``alpha + m * beta`` seconds, and reducing m bytes co
 ``gamma`` seconds per byte reduced, ``p`` ranks, ``n`` bytes of the whole vector on each
 rank (the buffer of all-reduce, reduce and broadcast; the output of all-gather; the input
 of reduce-scatter; the send buffer of all-to-all). ``lg p`` is ``ceil(log2 p)``, exact for
-powers of two; for other p the MPICH algorithms add a fold step that these formulas omit.
+powers of two and for the binomial trees at any p. When p is not a power of two, recursive
+doubling, Rabenseifner and recursive halving first *fold* (MPICH): the ``rem = p - p'``
+extra ranks (``p' = 2^floor(lg p)``) send their whole vector to a partner, the p' others run
+the power-of-two algorithm, and the result goes back in one more message, so those rows
+cost ``floor(lg p) + 2`` messages (``2 floor(lg p) + 2`` for Rabenseifner) and the fold's
+bytes; their ``p - 1`` read as ``p' - 1``. These are the costs of
+:mod:`scaleout.collectives`' schedules, and of MPICH's comments
+(``allreduce_intra_reduce_scatter_allgather.c``). For all-gather MPICH runs recursive
+doubling on powers of two only and Bruck's algorithm otherwise, at the same
+``ceil(lg p) a + ((p-1)/p) n b`` (the comment of ``allgather_intra_brucks.c``).
 Every cost is ``messages(p) * alpha + n * (beta_per_byte(p) * beta + gamma_per_byte(p) *
 gamma)``, so it is linear in alpha, beta, gamma and n, and zero for p = 1.
 
@@ -110,6 +119,55 @@ def _lg(p):
     return np.frexp(p - 1)[1].astype(np.float64)
 
 
+def _floor_lg(p):
+    """floor(log2 p) for p >= 1 (exact: frexp gives p = m 2^e with m in [0.5, 1))."""
+    return (np.frexp(p)[1] - 1).astype(np.float64)
+
+
+def _pof2(p):
+    """p' = 2^floor(lg p), the power of two the fold leaves (MPICH's ``pof2``)."""
+    return np.exp2(_floor_lg(p))
+
+
+def _folded(p):
+    """1.0 where p is not a power of two (a fold and an unfold step are added), else 0.0."""
+    return (p != _pof2(p)).astype(np.float64)
+
+
+def _frac_pof2(p):
+    """(p' - 1) / p': the share of the folded vector the power-of-two algorithm moves."""
+    q = _pof2(p)
+    return (q - 1) / q
+
+
+def _rd_messages(p):
+    return _floor_lg(p) + 2 * _folded(p)
+
+
+def _rd_gamma(p):
+    return _floor_lg(p) + _folded(p)
+
+
+def _rab_messages(p):
+    return 2 * _floor_lg(p) + 2 * _folded(p)
+
+
+def _rab_beta(p):
+    return 2 * _frac_pof2(p) + 2 * _folded(p)
+
+
+def _rab_gamma(p):
+    return _frac_pof2(p) + _folded(p)
+
+
+def _rh_beta(p):
+    return _frac_pof2(p) + _folded(p) * (1 + 1 / p)
+
+
+def _rh_gamma(p):
+    return _frac_pof2(p) + _folded(p)
+
+
 def _frac(p):
     return (p - 1) / p
 
@@ -125,14 +183,17 @@ ALGORITHMS: dict[tuple[str, str], CostFormula] = {
         lambda p: 2 * (p - 1), lambda p: 2 * _frac(p), _frac,
     ),
     ("allreduce", "recursive_doubling"): CostFormula(
-        "lg p a + n lg p b + n lg p g",
-        f"{_THAKUR}; MPICH allreduce_intra_recursive_doubling.c",
-        _lg, _lg, _lg,
+        "lg p a + n lg p b + n lg p g  (p a power of two; else fold and unfold: (L+2) a +"
+        " (L+2) n b + (L+1) n g, L = floor(lg p))",
+        f"{_THAKUR}; MPICH allreduce_intra_recursive_doubling.c (fold: the code)",
+        _rd_messages, _rd_messages, _rd_gamma,
     ),
     ("allreduce", "rabenseifner"): CostFormula(
-        "2 lg p a + 2((p-1)/p) n b + ((p-1)/p) n g",
-        f"{_THAKUR}; MPICH allreduce_intra_reduce_scatter_allgather.c",
-        lambda p: 2 * _lg(p), lambda p: 2 * _frac(p), _frac,
+        "2 lg p a + 2((p-1)/p) n b + ((p-1)/p) n g  (p a power of two; else (2L+2) a +"
+        " (2(p'-1)/p' + 2) n b + ((p'-1)/p' + 1) n g, L = floor(lg p), p' = 2^L)",
+        f"{_THAKUR}; MPICH allreduce_intra_reduce_scatter_allgather.c (both costs in its"
+        " comment, with p for p')",
+        _rab_messages, _rab_beta, _rab_gamma,
     ),
     ("allreduce", "tree"): CostFormula(
         "2 lg p a + 2 n lg p b + n lg p g  (binomial reduce, then binomial broadcast)",
@@ -152,8 +213,9 @@ ALGORITHMS: dict[tuple[str, str], CostFormula] = {
         lambda p: p - 1, _frac, _zero,
     ),
     ("allgather", "recursive_doubling"): CostFormula(
-        "lg p a + ((p-1)/p) n b",
-        f"{_THAKUR}; MPICH allgather_intra_recursive_doubling.c",
+        "lg p a + ((p-1)/p) n b  (p not a power of two: Bruck's algorithm, same cost)",
+        f"{_THAKUR}; MPICH allgather_intra_recursive_doubling.c (powers of two only) and"
+        " allgather_intra_brucks.c (ceil(lg p) steps, the same cost)",
         _lg, _frac, _zero,
     ),
     ("reducescatter", "ring"): CostFormula(
@@ -162,9 +224,11 @@ ALGORITHMS: dict[tuple[str, str], CostFormula] = {
         lambda p: p - 1, _frac, _frac,
     ),
     ("reducescatter", "recursive_halving"): CostFormula(
-        "lg p a + ((p-1)/p) n (b + g)",
-        f"{_THAKUR}; MPICH reduce_scatter_intra_recursive_halving.c",
-        _lg, _frac, _frac,
+        "lg p a + ((p-1)/p) n (b + g)  (p a power of two; else (L+2) a + (1 + (p'-1)/p' +"
+        " 1/p) n b + (1 + (p'-1)/p') n g, approximate: the folded blocks are uneven)",
+        f"{_THAKUR}; MPICH reduce_scatter_intra_recursive_halving.c (fold: its code and"
+        " comment)",
+        _rd_messages, _rh_beta, _rh_gamma,
     ),
     ("broadcast", "binomial"): CostFormula(
         "lg p a + n lg p b",
@@ -224,19 +288,55 @@ class _Fit(NamedTuple):
     alpha: float  # seconds per message
     beta: float  # seconds per byte
     rel_err: np.ndarray  # per point, (model - measured) / measured
+    fitted: np.ndarray  # per point, True where the point was used to fit
 
 
 class AlphaBetaFit(_Fit):
     """Result of :func:`fit_alpha_beta`: ``alpha`` (seconds per message) and ``beta``
-    (seconds per byte), both finite and >= 0, and ``rel_err``, the model's relative error
-    (model - measured) / measured at each measured point."""
+    (seconds per byte), both finite and >= 0; ``rel_err``, the model's relative error
+    (model - measured) / measured at *every* measured point; and ``fitted``, a boolean
+    array saying which points the fit used (all of them when ``fitted`` is not given).
+    :attr:`held_out_err` is the error on the points the fit did not see."""
 
     __slots__ = ()
 
-    def __new__(cls, alpha, beta, rel_err):
+    def __new__(cls, alpha, beta, rel_err, fitted=None):
         alpha = checks.nonnegative("alpha", alpha)
         beta = checks.nonnegative("beta", beta)
-        return super().__new__(cls, alpha, beta, checks.array("rel_err", rel_err, ndim=1))
+        rel_err = checks.array("rel_err", rel_err, ndim=1)
+        fitted = _rows("fitted", fitted, rel_err.size)
+        return super().__new__(cls, alpha, beta, rel_err, fitted)
+
+    @property
+    def in_sample_err(self) -> np.ndarray:
+        """Relative error on the points the fit used."""
+        return self.rel_err[self.fitted]
+
+    @property
+    def held_out_err(self) -> np.ndarray:
+        """Relative error on the points the fit did not use (empty if it used all)."""
+        return self.rel_err[~self.fitted]
+
+
+def _rows(name: str, rows, size: int) -> np.ndarray:
+    """A boolean mask of ``size`` rows with at least two True: None (every row),
+    "alternate" (rows 0, 2, 4, ...; the others are held out) or a boolean sequence."""
+    if rows is None:
+        return np.ones(size, dtype=bool)
+    if isinstance(rows, str):
+        checks.choice(name, rows, ("alternate",))
+        mask = np.arange(size) % 2 == 0
+    else:
+        ok = isinstance(rows, np.ndarray) or (
+            isinstance(rows, list | tuple) and all(isinstance(r, bool | np.bool_) for r in rows)
+        )
+        arr = np.asarray(rows) if ok else None
+        if arr is None or arr.dtype != np.bool_ or arr.shape != (size,):
+            raise checks.fail(name, f'None, "alternate" or {size} booleans', rows)
+        mask = arr.copy()
+    if mask.sum() < 2:
+        raise checks.fail(name, "rows with at least two points to fit", rows)
+    return mask
 
 
 def _nnls2(a: np.ndarray, y: np.ndarray) -> np.ndarray:
@@ -258,7 +358,8 @@ def _nnls2(a: np.ndarray, y: np.ndarray) -> np.ndarray:
 MAX_POINTS = 2**20
 
 
-def fit_alpha_beta(nbytes, seconds, p, collective="allreduce", algorithm="ring", gamma=0.0):
+def fit_alpha_beta(nbytes, seconds, p, collective="allreduce", algorithm="ring", gamma=0.0,
+                   fit_rows=None):  # fmt: skip
     """Fit alpha, beta >= 0 (gamma fixed) to measured times, minimising relative error.
 
     Each measurement gives one row of the linear model t = c_a(p) alpha + c_b(p) n beta +
@@ -266,7 +367,10 @@ def fit_alpha_beta(nbytes, seconds, p, collective="allreduce", algorithm="ring",
     the same, and the two-variable non-negative least squares is solved in closed form
     (columns scaled to unit length first, so the fit does not depend on the units).
     ``nbytes`` and ``seconds`` are 1-D of equal length (2 to :data:`MAX_POINTS`); p
-    broadcasts to them. Raises if the measurements are so extreme that the fit overflows.
+    broadcasts to them. ``fit_rows`` picks the rows the fit may use: None (all),
+    ``"alternate"`` (rows 0, 2, 4, ...) or a boolean mask; the error is reported at every
+    row, so :attr:`AlphaBetaFit.held_out_err` is the error on rows the fit never saw.
+    Raises if the measurements are so extreme that the fit overflows.
     """
     f = _formula(collective, algorithm)
     n = checks.array("nbytes", nbytes, ndim=1, low=0.0, max_size=MAX_POINTS)
@@ -283,12 +387,13 @@ def fit_alpha_beta(nbytes, seconds, p, collective="allreduce", algorithm="ring",
         if not (np.all(np.isfinite(a)) and np.all(np.isfinite(y))):
             raise checks.fail("nbytes and seconds", "measurements whose model rows stay "
                               "finite in float64", "an overflowing row")  # fmt: skip
-        scale = np.sqrt(np.sum(a * a, axis=0))
+        rows = _rows("fit_rows", fit_rows, n.size)
+        scale = np.sqrt(np.sum(a[rows] * a[rows], axis=0))
         scale = np.where(np.isfinite(scale) & (scale > 0), scale, 1.0)
-        alpha, beta = _nnls2(a / scale, y) / scale
+        alpha, beta = _nnls2(a[rows] / scale, y[rows]) / scale
         model = collective_time(collective, algorithm, n, p, alpha, beta, g)
         rel_err = checks.finite_result("the fit's errors", (model - t) / t)
-    return AlphaBetaFit(float(alpha), float(beta), rel_err)
+    return AlphaBetaFit(float(alpha), float(beta), rel_err, rows)
 
 
 def crossover_bytes(collective: str, alg_a: str, alg_b: str, p, alpha, beta, gamma=0.0):

@@ -11,9 +11,15 @@ BASELINES = {
     "busbw": call("allreduce", 1e9, 0.01, 8),
     "CostFormula": call(F.formula, F.source, F.messages, F.beta_per_byte, F.gamma_per_byte),
     "collective_time": call("allreduce", "ring", 1e6, 8, 3e-6, 2e-11, gamma=1e-12),
-    "AlphaBetaFit": call(3e-6, 2e-11, [0.01, -0.02]),
+    "AlphaBetaFit": call(3e-6, 2e-11, [0.01, -0.02], fitted=[True, True]),
     "fit_alpha_beta": call(
-        [1e3, 1e5, 1e7], [1e-4, 2e-4, 5e-3], 4, collective="allreduce", algorithm="ring", gamma=0.0
+        [1e3, 1e5, 1e7],
+        [1e-4, 2e-4, 5e-3],
+        4,
+        collective="allreduce",
+        algorithm="ring",
+        gamma=0.0,
+        fit_rows="alternate",
     ),
     "crossover_bytes": call("allreduce", "ring", "recursive_doubling", 64, 3e-6, 2e-11, gamma=0.0),
 }

@@ -6,6 +6,7 @@ TREE = T.binary_tree(6)
 STEPS = T.tree_allreduce_schedule(6, 12, 2, 2).steps()
 SCHED = T.tree_allreduce_schedule(3, 4, 1, 1)
 REPORT = T.check_tree(TREE)
+CMP = T.summit_comparison(3e-6, 2e-11)
 
 BASELINES = {
     "BinaryTree": call(TREE.parent, TREE.children, TREE.child_type),
@@ -42,5 +43,17 @@ BASELINES = {
     "optimal_chunks": call(1e6, 64, 3e-6, 2e-11, trees=2),
     "best_tree_time": call(1e6, 64, 3e-6, 2e-11, trees=2),
     "crossover_vs_ring": call(64, 3e-6, 2e-11, trees=2),
+    "PublishedComparison": call(
+        CMP.gpus,
+        CMP.nodes,
+        CMP.measured_tree_us,
+        CMP.measured_ring_us,
+        CMP.model_tree_us,
+        CMP.model_ring_us,
+        CMP.tree_steps,
+        CMP.ring_steps,
+        CMP.source,
+    ),
+    "summit_comparison": call(3e-6, 2e-11, nbytes=8.0),
 }
 NONFINITE_OK = {"crossover_vs_ring": "NaN is its documented answer when the tree never wins"}

@@ -292,26 +292,35 @@ def cost_curves(
 
 
 def measured_vs_model(nbytes, seconds, fit, p: int) -> go.Figure:
-    """Measured all-reduce times (points) with the fitted ring model (line)."""
+    """Measured all-reduce times (points) with the fitted ring model (line): filled
+    markers for the sizes the fit used, open markers for the held-out ones
+    (``fit.fitted``)."""
     nbytes = _sizes("nbytes", nbytes)
     seconds = checks.array("seconds", seconds, ndim=1, low=0.0, low_open=True,
                            max_size=MAX_POINTS)  # fmt: skip
     if seconds.shape != nbytes.shape:
         raise checks.fail("seconds", f"one time per size ({nbytes.size})", seconds.size)
     checks.instance("fit", fit, M.AlphaBetaFit)
+    if fit.fitted.shape != nbytes.shape:
+        raise checks.fail("fit", f"a fit of the same {nbytes.size} sizes",
+                          f"a fit of {fit.fitted.size} points")  # fmt: skip
     p = checks.integer("p", p, 1, M.MAX_RANKS)
     grid = np.logspace(np.log10(nbytes.min()), np.log10(nbytes.max()), 60)
     model = M.collective_time("allreduce", "ring", grid, p, fit.alpha, fit.beta)
     with np.errstate(over="ignore"):
         checks.finite_result("times in ms", np.r_[seconds, model] * 1e3)
     fig = go.Figure(layout=dict(template=template()))
-    fig.add_scatter(
-        x=nbytes,
-        y=np.asarray(seconds) * 1e3,
-        mode="markers",
-        name="measured (gloo)",
-        marker=dict(size=9, color=rank_color(0)),
-    )
+    held_out = ~fit.fitted
+    for rows, name, symbol in ((fit.fitted, "measured, used by the fit", "circle"),
+                               (held_out, "measured, held out", "circle-open")):  # fmt: skip
+        if rows.any():
+            fig.add_scatter(
+                x=nbytes[rows],
+                y=seconds[rows] * 1e3,
+                mode="markers",
+                name=name,
+                marker=dict(size=10, color=rank_color(0), symbol=symbol, line=dict(width=2)),
+            )
     fig.add_scatter(
         x=grid,
         y=model * 1e3,

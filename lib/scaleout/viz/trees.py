@@ -401,3 +401,33 @@ def measured_figure(nbytes, seconds: dict, p: int) -> go.Figure:
         height=400, legend=dict(x=0.02, y=0.98),
     )  # fmt: skip
     return fig
+
+
+def summit_figure(comparison) -> go.Figure:
+    """Measured (markers) and modelled (lines) 8-byte all-reduce times on Summit against
+    the GPU count, for the two trees and the ring (:func:`scaleout.trees.summit_comparison`)."""
+    c = checks.instance("comparison", comparison, T.PublishedComparison)
+    fig = go.Figure(layout=dict(template=template()))
+    rows = (("two trees", c.measured_tree_us, c.model_tree_us, "NCCL 2.4 trees"),
+            ("ring", c.measured_ring_us, c.model_ring_us, "NCCL 2.3 ring"))  # fmt: skip
+    for name, measured, model, label in rows:
+        color, dash = _LINES[name]
+        fig.add_scatter(
+            x=c.gpus, y=measured, mode="markers", name=f"{label}, measured",
+            marker=dict(color=color, size=10, symbol="circle"),
+            hovertemplate=f"{label}, %{{x}} GPUs: %{{y:.4g}} µs measured<extra></extra>",
+        )  # fmt: skip
+        fig.add_scatter(
+            x=c.gpus, y=model, mode="lines", name=f"{name}, this chapter's model",
+            line=dict(color=color, dash=dash, width=2.5),
+            hovertemplate=f"{name}, %{{x}} GPUs: %{{y:.4g}} µs modelled<extra></extra>",
+        )  # fmt: skip
+    ticks = [int(g) for g in c.gpus]
+    fig.update_layout(
+        title_text="8-byte all-reduce on Summit: published (NCCL blog, 2019) and modelled",
+        xaxis=dict(type="log", title_text="GPUs (6 per node)", tickvals=ticks,
+                   ticktext=[f"{t:,}" for t in ticks]),
+        yaxis=dict(type="log", title_text="time per all-reduce (µs)"),
+        height=430, legend=dict(x=0.02, y=0.98),
+    )  # fmt: skip
+    return fig
