@@ -46,7 +46,7 @@ SC21_FIG12 = "narayanan2021megatron Figure 12 (read off), megatronsc21 run_figur
 GPIPE = "huang2019gpipe Table 2"
 SC21_FIG16 = "narayanan2021megatron Figure 16 (read off), Section 5.5; run_figure_16.sh"
 SC21_FIG7 = "narayanan2021megatron Figure 7 (read off), Section 3.4"
-#: The simulator's schedule for each published one ("none": no bubble, the ideal time).
+#: The simulator's schedule for each published one; "none" means no bubble (the ideal time).
 SIMULATED = {"1F1B": "1f1b", "1F1B-I": "interleaved", "ZB-1p": "zb-h1", "ZB-2p": "none",
              "non-interleaved": "1f1b", "interleaved": "interleaved", "GPipe": "gpipe"}  # fmt: skip
 
@@ -84,9 +84,11 @@ _GPIPE = {
     "Transformer-48": {(2, 1): 1.0, (4, 1): 1.07, (8, 1): 1.3, (2, 4): 1.7, (4, 4): 3.2,
                        (8, 4): 4.8, (2, 32): 1.8, (4, 32): 3.4, (8, 32): 6.3},
 }  # fmt: skip
-#: SC21 Figure 16, read off: batch -> {micro-batch size: TFLOP/s per GPU}; best b = 2 (text).
+#: SC21 Figure 16, read off the figure, TFLOP/s per GPU by batch and micro-batch size (the
+#: text says the best micro-batch size is 2).
 FIG16_MEASURED = {128: {1: 156, 2: 159, 4: 139, 8: 120}, 512: {1: 162, 2: 171, 4: 160, 8: 154}}
-#: SC21 Figure 7, read off: micro-batch size -> TFLOP/s on one GPU ("up to 1.3x", text).
+#: SC21 Figure 7, read off the figure, TFLOP/s on one GPU by micro-batch size (the text says
+#: up to 1.3 times from the smallest to the largest).
 FIG7_MEASURED = {1: 68, 2: 78, 4: 86, 8: 89, 16: 91}
 #: The 91B model of Figure 16 and the 1B model of Figure 7 (run_figure_16.sh, Section 3.4).
 FIG16_LAYER = C.Layer(hidden=15360, heads=128, seq=2048)
@@ -118,7 +120,7 @@ class Row:
 
 
 def step_ms(sim, p, m, t_f, t_b, t_w=None, t_comm=0.0, v=1) -> float:
-    """Simulated step time of schedule ``sim`` (a :data:`pipeline.SCHEDULES` name, or
+    """Simulated step time of schedule ``sim`` (a ``scaleout.pipeline.SCHEDULES`` name, or
     ``"none"``: no bubble, m (t_f + t_b)), in the unit of the times given."""
     if checks.choice("sim", sim, (*P.SCHEDULES, "none")) == "none":
         P.schedule("1f1b", p, m, t_f=t_f, t_b=t_b, t_comm=t_comm)  # same input checks
@@ -223,7 +225,7 @@ def _rows(rows):
 
 @dataclass(frozen=True)
 class Skill:
-    """Error and skill of a set of rows: median and largest |error|, Spearman's rank
+    """Error and skill of a set of rows: median and largest absolute error, Spearman's rank
     correlation of predicted against measured (``None`` if either is constant), and the
     share of pairs within one setting ordered the same way (``None`` where no setting holds
     two rows)."""
@@ -257,8 +259,9 @@ def skill(rows) -> Skill:
             if a.setting == b.setting and a.measured != b.measured:
                 total += 1
                 same += (a.predicted - b.predicted) * (a.measured - b.measured) > 0
-    return Skill(len(rows), float(np.median(err)), float(err.max()),
-                 None if np.isnan(rho) else rho, float(same / total) if total else None)  # fmt: skip
+    rho = None if np.isnan(rho) else rho
+    ordered = float(same / total) if total else None
+    return Skill(len(rows), float(np.median(err)), float(err.max()), rho, ordered)
 
 
 def stage_times(layer, layers, b, gpu, t=1, recompute="none", flash=False, dtype="fp16"):
