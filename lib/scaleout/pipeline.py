@@ -615,37 +615,3 @@ def layer_owners(n_layers, p) -> np.ndarray:
     if p > n_layers:
         raise checks.fail("p", f"<= n_layers = {n_layers} (a stage needs a layer)", p)
     return np.repeat(np.arange(p), [len(a) for a in np.array_split(np.arange(n_layers), p)])
-
-
-def microbatch_time(b, t_sample, b_half):
-    """Time of one micro-batch of b samples on a GPU that reaches half its peak throughput
-    at b_half samples: t_sample (b + b_half), i.e. b t_sample / efficiency with efficiency
-    b / (b + b_half). A modelling assumption (cf. Narayanan et al., SC21, section 3.4, where
-    t_f(b) and t_b(b) are measured); vectorised over b."""
-    b = checks.array("b", b, low=0, low_open=True)
-    t_sample = checks.positive("t_sample", t_sample)
-    b_half = checks.nonnegative("b_half", b_half)
-    return checks.as_output(checks.finite_result("the micro-batch time", t_sample * (b + b_half)))
-
-
-def step_time(name, p, batch, b, t_f_sample=1.0, t_b_sample=2.0, b_half=4.0, v=1) -> float:
-    """Simulated time of one step of ``batch`` samples cut into micro-batches of ``b``
-    (m = batch / b must be a whole number), with per-micro-batch times from
-    :func:`microbatch_time`. Narayanan et al. (SC21, section 3.4) write it for 1F1B as
-    (batch/b + p - 1) (t_f(b) + t_b(b))."""
-    batch = checks.integer("batch", batch, 1, 1 << 30)
-    b = checks.integer("b", b, 1, batch)
-    if batch % b:
-        raise checks.fail("b", f"a divisor of batch = {batch}", b)
-    t_f = microbatch_time(b, t_f_sample, b_half)
-    t_b = microbatch_time(b, t_b_sample, b_half)
-    return schedule(name, p, batch // b, v=v, t_f=t_f, t_b=t_b).makespan
-
-
-def best_microbatch_size(batch, p, b_half=4.0) -> float:
-    """The b minimising (batch/b + p - 1)(b + b_half): sqrt(batch b_half / (p - 1)), from
-    setting the derivative to 0 (no optimum inside (0, batch] for p = 1: use b = batch)."""
-    batch = checks.positive("batch", batch, 1e15)
-    p = checks.integer("p", p, 1, MAX_STAGES)
-    b_half = checks.positive("b_half", b_half, 1e15)
-    return batch if p == 1 else float(min(batch, np.sqrt(batch * b_half / (p - 1))))

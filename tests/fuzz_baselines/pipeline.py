@@ -1,4 +1,3 @@
-import numpy as np
 from fuzz import call
 
 from scaleout import pipeline as P
@@ -23,7 +22,4 @@ BASELINES = {
     "model_state_bytes": call(7e9, 16),
     "min_gpus": call(7e9, 16, 80.0),
     "layer_owners": call(30, 4),
-    "microbatch_time": call(np.array([1.0, 4.0]), 1.0, 4.0),
-    "step_time": call("1f1b", 4, 64, 8, 1.0, 2.0, 4.0),
-    "best_microbatch_size": call(512, 8, 4.0),
 }

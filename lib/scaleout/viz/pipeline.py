@@ -327,31 +327,84 @@ def in_flight_over_time(scheds, stage=0):
     return fig
 
 
-def microbatch_tradeoff(batch, ps, bs, t_f_sample=1.0, t_b_sample=2.0, b_half=4.0):
-    """1F1B step time against micro-batch size b for a fixed batch (m = batch / b), one
-    curve per pipeline depth p, with the model's optimum sqrt(batch b_half / (p - 1))."""
-    batch = checks.integer("batch", batch, 1, 1 << 30)
-    ps = checks.array("ps", ps, ndim=1, integer=True, low=1, high=P.MAX_STAGES, max_size=8)
-    bs = checks.array("bs", bs, ndim=1, integer=True, low=1, high=batch, max_size=64)
-    if np.any(batch % bs):
-        raise checks.fail("bs", f"divisors of batch = {batch}", bs.tolist())
-    _simulation_budget([("1f1b", int(p), batch // int(b), 1) for p in ps for b in bs])
+def microbatch_sweep(bs, predicted, measured=None, title="",
+                     yaxis_title="throughput relative to b = 1"):  # fmt: skip
+    """Throughput against micro-batch size b: the model (lines, one per label of
+    ``predicted``) and published measurements (open markers, ``measured``, the same labels),
+    each a sequence of one value per b in ``bs``; a star marks each curve's best b. The
+    values come from :func:`scaleout.pipeline_published.microbatch_throughput` or the
+    published tables; nothing is computed here."""
+    bs = checks.array("bs", bs, ndim=1, integer=True, low=1, high=1 << 30, max_size=64)
+    curves = _curves("predicted", predicted, bs.size)
+    points = _curves("measured", measured, bs.size) if measured is not None else {}
     fig = new_figure(
-        title_text=f"1F1B step time against micro-batch size, B = {batch}",
-        xaxis=dict(type="log", title_text="micro-batch size b (samples)", dtick=np.log10(2)),
-        yaxis=dict(title_text="step time (units of t_f per sample at full efficiency)"),
-        height=460, legend=dict(x=0.0, y=1.0),
+        title_text=_title("title", title), height=460, legend=dict(x=1.0, xanchor="right", y=1.0),
+        xaxis=dict(type="log", title_text="micro-batch size b (sequences)", dtick=np.log10(2)),
+        yaxis=dict(title_text=checks.text("yaxis_title", yaxis_title)),
     )  # fmt: skip
-    for k, p in enumerate(ps.tolist()):
-        y = [P.step_time("1f1b", p, batch, b, t_f_sample, t_b_sample, b_half) for b in bs.tolist()]
-        fig.add_scatter(x=bs, y=y, mode="lines+markers", name=f"p = {p}", line_color=rank_color(k))
-        if p > 1:
-            best = P.best_microbatch_size(batch, p, b_half)
-            fig.add_vline(x=best, line=dict(color=rank_color(k), dash="dot", width=1))
-    fig.add_scatter(
-        x=[None], y=[None], mode="lines", line=dict(color="#555555", dash="dot", width=1),
-        name="optimum b* = sqrt(batch b_half / (p-1))",
+    for k, (label, y) in enumerate(curves.items()):
+        color = rank_color(k)
+        fig.add_scatter(x=bs, y=y, mode="lines", name=f"{label}: model", line_color=color)
+        best = int(np.argmax(y))
+        fig.add_scatter(x=[bs[best]], y=[y[best]], mode="markers", showlegend=False,
+                        marker=dict(color=color, size=13, symbol="star"),
+                        hovertemplate=f"{label}: best b = {bs[best]}<extra></extra>")  # fmt: skip
+        if label in points:
+            fig.add_scatter(x=bs, y=points[label], mode="markers", name=f"{label}: measured",
+                            marker=dict(color=color, size=10, symbol="circle-open",
+                                        line_width=2))  # fmt: skip
+    return fig
+
+
+def _curves(name, curves, n):
+    """``curves`` as {label: array of n values >= 0}."""
+    if not isinstance(curves, Mapping) or not 1 <= len(curves) <= MAX_SCHEDULES:
+        raise checks.fail(name, f"a mapping of 1..{MAX_SCHEDULES} label -> values", curves)
+    out = {}
+    for key, values in curves.items():
+        y = checks.array(f"{name}[{key!r}]", values, ndim=1, max_size=MAX_POINTS, low=0)
+        if y.size != n:
+            raise checks.fail(f"{name}[{key!r}]", f"{n} values (one per b)", values)
+        out[checks.text(f"a label of {name}", key)] = y
+    return out
+
+
+def validation_scatter(groups, title=""):
+    """Predicted against measured (one colour per group of
+    :class:`scaleout.pipeline_published.Row`), with the line predicted = measured and a
+    +-10 % band; hovering a point names its setting and schedule."""
+    from ..pipeline_published import Row  # viz reads records, computes nothing
+
+    if not isinstance(groups, Mapping) or not 1 <= len(groups) <= MAX_SCHEDULES:
+        raise checks.fail("groups", f"a mapping of 1..{MAX_SCHEDULES} label -> rows", groups)
+    items = {}
+    for label, rows in groups.items():
+        if not isinstance(rows, tuple | list) or not 1 <= len(rows) <= MAX_POINTS:
+            raise checks.fail(f"groups[{label!r}]", f"1..{MAX_POINTS} Row records", rows)
+        items[checks.text("a label of groups", label)] = [
+            checks.instance(f"groups[{label!r}]", r, Row) for r in rows
+        ]
+    values = [v for rows in items.values() for r in rows for v in (r.measured, r.predicted)]
+    lo, hi = min(values) / 1.15, max(values) * 1.15
+    fig = new_figure(
+        title_text=_title("title", title), height=560,
+        xaxis=dict(type="log", title_text="measured (ratio to the reference run)"),
+        yaxis=dict(type="log", title_text="predicted by the simulator (same ratio)"),
+        legend=dict(orientation="h", x=0.0, y=-0.16, yanchor="top"), margin=dict(b=170),
     )  # fmt: skip
+    line = np.array([lo, hi])
+    for f, dash in ((1.0, "solid"), (1.1, "dot"), (1 / 1.1, "dot")):
+        fig.add_scatter(x=line, y=f * line, mode="lines", hoverinfo="skip", showlegend=f == 1.1,
+                        name="predicted = measured, +-10 %",
+                        line=dict(color=NEUTRAL, dash=dash, width=1))  # fmt: skip
+    symbols = ["circle", "diamond", "square", "triangle-up", "x", "cross", "star", "pentagon"]
+    for k, (label, rows) in enumerate(items.items()):
+        fig.add_scatter(
+            x=[r.measured for r in rows], y=[r.predicted for r in rows], mode="markers",
+            name=label, marker=dict(color=rank_color(k), size=9, symbol=symbols[k]),
+            text=[f"{r.setting}: {r.schedule}" for r in rows],
+            hovertemplate="%{text}<br>measured %{x:.3g}, predicted %{y:.3g}<extra></extra>",
+        )  # fmt: skip
     return fig
 
 
@@ -427,19 +480,20 @@ def memory_per_gpu(params, bytes_per_param=16, gpu_gb=P.DEFAULT_GPU_GB, max_gpus
     return fig
 
 
-def states_breakdown(breakdowns, title=""):
+def states_breakdown(breakdowns, title="", unit="bytes per parameter"):
     """Bytes per parameter of each accounting of the model states (one horizontal bar per
     accounting, one segment per state), e.g. ``{"ZeRO paper": {"fp16 parameters": 2, ...}}``;
-    the data comes from :func:`scaleout.memory.states_per_param`."""
+    the data comes from :func:`scaleout.memory.states_per_param`. Any other breakdown of a
+    total into parts (at most 1000 ``unit`` each) draws the same way."""
     if not isinstance(breakdowns, Mapping) or not 1 <= len(breakdowns) <= MAX_SCHEDULES:
         raise checks.fail("breakdowns", f"a mapping of 1..{MAX_SCHEDULES} accounting -> "
                           "{state: bytes per parameter}", breakdowns)  # fmt: skip
     rows = {checks.text("an accounting", k): _budgets(f"breakdowns[{k!r}]", v, high=1e3)
             for k, v in breakdowns.items()}  # fmt: skip
-    title = _title("title", title)
+    title, unit = _title("title", title), checks.text("unit", unit)
     fig = new_figure(
         title_text=title, barmode="stack", height=170 + 60 * len(rows),
-        xaxis_title_text="bytes per parameter", yaxis=dict(autorange="reversed"),
+        xaxis_title_text=unit, yaxis=dict(autorange="reversed"),
         legend=dict(orientation="h", x=0.0, y=-0.3, yanchor="top"), margin=dict(l=190, b=140),
     )  # fmt: skip
     states = list(dict.fromkeys(s for parts in rows.values() for s in parts))
