@@ -3,6 +3,7 @@ numbers; the expert-parallel layer on gloo processes and under torchrun."""
 
 from __future__ import annotations
 
+import dataclasses
 import math
 import re
 
@@ -471,12 +472,115 @@ def test_training_setup_degrees():
 def test_deepep_table_is_complete():
     rows = moe.DEEPEP_MEASUREMENTS
     assert len([r for r in rows if r.kernel == "normal"]) == 8
-    assert len([r for r in rows if r.kernel == "low-latency"]) == 12
-    ll = {(r.phase, r.ep): r for r in rows if r.kernel == "low-latency"}
-    # DeepEP's bandwidth is all copies (FP8 + scales, or BF16) over the measured time
-    d8 = ll["dispatch", 8]
-    copies = d8.tokens_per_rank * d8.k * d8.hidden * (1 + moe.FP8_SCALE_BYTES_PER_ELEMENT)
-    assert abs(copies / (d8.microseconds * 1e-6) / 1e9 - d8.gb_per_s) < 1
+    low = [r for r in rows if r.kernel == "low-latency"]
+    assert len(low) == 20 and {r.table for r in low} == {"dd758ca", "ebfe47e"}
+    # today's table: EP 8-64 re-measured with NVLink (PR #173), 128 and 256 as first published
+    today = {(r.phase, r.ep): r.transport for r in low if r.table == "dd758ca"}
+    assert today == {
+        (ph, ep): "nvlink+rdma" if ep <= 64 else "rdma"
+        for ph in ("dispatch", "combine")
+        for ep in (8, 16, 32, 64, 128, 256)
+    }
+    assert all(r.transport == "rdma" for r in low if r.table == "ebfe47e")
+    with pytest.raises(ValueError, match="transport must be 'two-hop' exactly"):
+        dataclasses.replace(rows[0], transport="rdma")
+
+
+def test_deepep_low_latency_bytes_are_what_deepep_counts():
+    # every published us x GB/s is the counted bytes (7408 or 14336 per copy, 1024 copies
+    # less the ~10 masked) to the tables' rounding; 128 x 8 x 7392 would miss the 43 GB/s row
+    for m in moe.DEEPEP_MEASUREMENTS:
+        if m.kernel == "low-latency":
+            p = moe.price_low_latency(m)
+            assert abs(p.implied_bytes / p.counted_bytes - 1) < 0.015, m
+    m = next(r for r in moe.DEEPEP_MEASUREMENTS if r.kernel == "low-latency" and r.ep == 64)
+    assert moe.counted_copy_bytes(m) == 7408
+    assert abs(128 * 8 * 7392 / (m.microseconds * 1e-6) / 1e9 - m.gb_per_s) > 0.5
+    assert moe.low_latency_copies(m) == pytest.approx(1024 - 1024 * (1 - (1 - 1 / 1024) ** 10))
+
+
+def test_deepep_low_latency_transports():
+    low = [m for m in moe.DEEPEP_MEASUREMENTS if m.kernel == "low-latency"]
+    rows = {(m.table, m.phase, m.ep): m for m in low}
+    now, first = rows["dd758ca", "dispatch", 8], rows["ebfe47e", "dispatch", 8]
+    # the re-measured E_p = 8 row moves more off each GPU than one 50 GB/s NIC can carry
+    off_gpu = moe.price_low_latency(now).counted_bytes * 7 / 8 / (now.microseconds * 1e-6)
+    assert off_gpu > 1.6 * moe.H800_NETWORK.network_gb_per_s * 1e9
+    p_now, p_first = moe.price_low_latency(now), moe.price_low_latency(first)
+    assert p_now.model.bottleneck == "NVLink" and p_now.model.network_bytes.max() == 0
+    assert p_first.model.bottleneck == "network" and p_first.model.nvlink_bytes.max() == 0
+    assert np.isclose(p_first.model.network_bytes.max(), p_first.counted_bytes * 7 / 8)
+    assert p_now.seconds < p_first.seconds and now.microseconds < first.microseconds
+    assert moe.rdma_only(moe.H800_NETWORK).gpus_per_node == 1
+
+
+def test_deepep_normal_rows_name_the_binding_link():
+    rows = {(m.phase, m.ep): m for m in moe.DEEPEP_MEASUREMENTS if m.kernel == "normal"}
+    gpu = moe.deepep_routing(16, tokens_per_rank=1024)
+    p16 = moe.price_normal(rows["dispatch", 16], gpu=gpu)
+    # DeepEP issue #285: at 43 GB/s of RDMA, NVLink runs above 140 GB/s and binds
+    assert p16.model.bottleneck == "NVLink"
+    assert p16.counted_nvlink_bytes / p16.measured_seconds > 140e9
+    # issue #51: the RDMA count includes the own node, N / (N - 1) = 2 on two nodes
+    assert p16.counted_rdma_bytes / p16.model.network_bytes.mean() == pytest.approx(2, rel=0.01)
+    p8 = moe.price_normal(rows["dispatch", 8], gpu=moe.deepep_routing(8, tokens_per_rank=512))
+    assert p8.counted_rdma_bytes == 0 and p8.model.bottleneck == "NVLink"
+    combine = moe.price_normal(rows["combine", 16], gpu=gpu)
+    assert combine.seconds == pytest.approx(p16.seconds * 14336 / 7392, rel=0.02)
+    with pytest.raises(ValueError, match="m must be a normal-kernel row"):
+        moe.price_normal(next(m for m in moe.DEEPEP_MEASUREMENTS if m.kernel != "normal"))
+
+
+def test_deepep_routing_follows_the_test_and_two_hop_time_agrees():
+    gpu = moe.deepep_routing(64, tokens_per_rank=64, seed=3)
+    assert gpu.shape == (64 * 64, 8)
+    nodes = np.array([len(set(row // 8)) for row in gpu])
+    assert nodes.max() <= 4  # top-4 of 8 nodes
+    z = np.random.default_rng(0).normal(size=(64, 16))
+    r = moe.route(z, 4, gating="sigmoid", groups=4, max_groups=2)
+    a = moe.two_hop_seconds(r, 8, moe.network(gpus_per_node=2), 10.0)
+    b = moe.two_hop_time(r.experts // 2, 8, moe.network(gpus_per_node=2), 10.0)
+    assert a.seconds == b.seconds and np.array_equal(a.network_bytes, b.network_bytes)
+
+
+def test_group_top_scores_a_group_by_its_best_experts():
+    # sigmoid scores: group 0 holds the best one (0.9999) and a low one (0.5); group 1 two
+    # high ones (0.9933 each): by the sum of its top 2 group 1 wins, by its best group 0
+    logits = np.array([[9.0, 0.0, 5.0, 5.0]])
+    kw = dict(gating="sigmoid", groups=2, max_groups=1)
+    by_sum, by_max = moe.route(logits, 2, **kw), moe.route(logits, 2, **kw, group_top=1)
+    assert set(by_sum.experts[0]) == {2, 3} and set(by_max.experts[0]) == {0, 1}
+    with pytest.raises(ValueError, match="group_top must be None without groups"):
+        moe.route(logits, 2, group_top=1)
+
+
+@settings(max_examples=40, deadline=None)
+@given(
+    nodes=st.sampled_from([1, 2, 4]),
+    tokens=st.integers(1, 32),
+    phase=st.sampled_from(["dispatch", "combine"]),
+    seed=st.integers(0, 2**16),
+)
+def test_deepep_prices_are_finite_and_counts_bounded(nodes, tokens, phase, seed):
+    ep = 8 * nodes
+    bpe = 1 if phase == "dispatch" else 2
+    link = "RDMA" if nodes > 1 else "NVLink"
+    m = moe.AllToAllMeasurement(
+        "normal", phase, ep, tokens, 7168, 8, bpe, 50.0, None, "two-hop", link, "t", "test"
+    )
+    p = moe.price_normal(m, gpu=moe.deepep_routing(ep, tokens_per_rank=tokens, seed=seed))
+    assert np.isfinite(p.seconds) and p.seconds > 0 and np.isfinite(p.error)
+    # per rank: a token reaches 1 to 4 nodes and 1 to 8 GPUs, and a node only through a GPU
+    per_copy = moe.counted_copy_bytes(m) * tokens
+    assert p.counted_rdma_bytes <= p.counted_nvlink_bytes * (1 + 1e-12)
+    assert p.counted_nvlink_bytes <= 8 * per_copy * (1 + 1e-12)
+    if nodes > 1:
+        assert per_copy * (1 - 1e-12) <= p.counted_rdma_bytes <= min(nodes, 4) * per_copy * 1.0001
+    else:
+        assert p.counted_rdma_bytes == 0
+    for ll in moe.DEEPEP_MEASUREMENTS[8:12]:
+        q = moe.price_low_latency(ll)
+        assert np.isfinite(q.seconds) and 0 < q.seconds < q.measured_seconds
 
 
 # --- bad input -------------------------------------------------------------------------
@@ -520,6 +624,11 @@ def test_figures_build_from_library_data():
     VM.mesh_figure(moe.mesh(8, 4), 8)
     with pytest.raises(ValueError, match="labels must be"):
         VM.measured_vs_model("ab", [1.0, 2.0], [1.0, 2.0])
+    fig = VM.measured_vs_model(["a", "b", "c"], [1.0, 2.0, 3.0], [1.0, 2.0, 3.0],
+                               groups=["g", "h", "g"])  # fmt: skip
+    assert [len(tr.x) for tr in fig.data[1:]] == [2, 1] and fig.data[1].name == "g"
+    fig = VM.cost_curves([1, 2], {"a": [1.0, 2.0]}, "x", "y", highlight=(2, 2.0, "E_p = 2"))
+    assert fig.data[-1].name == "E_p = 2" and fig.data[-1].marker.symbol == "diamond"
 
 
 @settings(max_examples=60, deadline=None)

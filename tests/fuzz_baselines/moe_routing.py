@@ -23,6 +23,7 @@ BASELINES = {
         groups=2,
         max_groups=1,
         bias=[0.0, 0.1, 0.0, -0.1],
+        group_top=1,
     ),
     "Routing": call(
         _R.experts,

@@ -23,8 +23,12 @@ BASELINES = {
         marker_x=2,
         marker_text="m",
         log_y=False,
+        highlight=(2, 2.0, "h"),
     ),
     "mesh_figure": call(moe.mesh(8, 4), 8, title="t"),
-    "measured_vs_model": call(["a", "b"], [1.0, 2.0], [1.5, 2.5], title="t", unit="us"),
+    "measured_vs_model": call(
+        ["a", "b"], [1.0, 2.0], [1.5, 2.5], title="t", unit="us", groups=["g", "h"]
+    ),
+    "rows_table": call(["r1", "r2"], ["c1"], [["a"], ["b"]], [[True], [False]], "t", "s"),
     "parameter_bars": call(["a", "b"], [10e9, 5e9], [1e9, 2e9], title="t"),
 }

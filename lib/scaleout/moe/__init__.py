@@ -1,6 +1,6 @@
 """Mixture of experts and expert parallelism: routing, dispatch, costs, placement.
 
-Taught in chapters/07_expert_parallel.ipynb. One package, five parts, every name
+Taught in chapters/07_expert_parallel.ipynb. One package, six parts, every name
 importable from ``scaleout.moe``:
 
 * ``routing``: gate scores (softmax, sigmoid), top-k, node-limited routing,
@@ -13,6 +13,8 @@ importable from ``scaleout.moe``:
   parameters; model-state bytes per GPU.
 * ``published``: DeepSeek-V3, Mixtral and Switch as published; DeepEP's
   measured all-to-alls.
+* ``deepep``: those measurements priced by the book's all-to-all model, with the
+  transport each measured version used and the bytes DeepEP counts.
 
 Sources: Shazeer et al. 2017 (sparsely gated MoE); Lepikhin et al., GShard (arXiv
 2006.16668); Fedus et al., Switch Transformers (JMLR 2022); Gale et al., MegaBlocks (MLSys
@@ -36,6 +38,20 @@ from .cost import (
     network,
     two_hop_bytes,
     two_hop_seconds,
+    two_hop_time,
+)
+from .deepep import (
+    LL_HEADER_BYTES,
+    LL_MASKED_DRAWS,
+    TEST_EXPERTS,
+    LowLatencyPrice,
+    NormalPrice,
+    counted_copy_bytes,
+    deepep_routing,
+    low_latency_copies,
+    price_low_latency,
+    price_normal,
+    rdma_only,
 )
 from .dispatch import (
     MAX_EP,
@@ -68,6 +84,7 @@ from .published import (
     MIXTRAL_8X7B,
     MODELS,
     PUBLISHED_COUNTS,
+    TRANSPORTS,
     AllToAllMeasurement,
     PublishedCount,
     TrainingSetup,
@@ -95,6 +112,8 @@ __all__ = [
     "FP8_SCALE_BYTES_PER_ELEMENT",
     "GATINGS",
     "H800_NETWORK",
+    "LL_HEADER_BYTES",
+    "LL_MASKED_DRAWS",
     "MAX_CAPACITY_FACTOR",
     "MAX_EP",
     "MAX_EXPERTS",
@@ -106,15 +125,19 @@ __all__ = [
     "MODELS",
     "ORDERS",
     "PUBLISHED_COUNTS",
+    "TEST_EXPERTS",
+    "TRANSPORTS",
     "AllToAllMeasurement",
     "AllToAllTime",
     "DispatchPlan",
     "ExpertCompute",
     "Experts",
     "LayerAllToAll",
+    "LowLatencyPrice",
     "Mesh",
     "MoEModel",
     "Network",
+    "NormalPrice",
     "ParameterCount",
     "PublishedCount",
     "Routing",
@@ -123,6 +146,8 @@ __all__ = [
     "alltoall_seconds",
     "capacity",
     "claim_order",
+    "counted_copy_bytes",
+    "deepep_routing",
     "dispatch_plan",
     "expected_plan",
     "expert_compute_seconds",
@@ -134,6 +159,7 @@ __all__ = [
     "layer_backward",
     "layer_forward",
     "layer_reference",
+    "low_latency_copies",
     "nccl_network",
     "mesh",
     "mla_parameters",
@@ -141,8 +167,12 @@ __all__ = [
     "moe_state_bytes",
     "network",
     "nodes_per_token",
+    "price_low_latency",
+    "price_normal",
     "random_experts",
+    "rdma_only",
     "two_hop_bytes",
     "two_hop_seconds",
+    "two_hop_time",
     "route",
 ]

@@ -20,11 +20,15 @@ slowest rank, ``max_r t_rank``. For even traffic on one link this is the costmod
 ``p - 1``. The model leaves out PXN (NCCL forwarding inter-node bytes over NVLink to the
 GPU on the destination's rail), congestion in the network core, incast and per-message
 costs. :func:`~scaleout.moe.two_hop_seconds` prices DeepSeek-V3's node-deduplicated
-dispatch the same way. The :class:`~scaleout.moe.Network` comes from the book's NCCL model
-(:func:`~scaleout.moe.nccl_network`, chapter 10: what NCCL grants a GPU on NVLink and on
-its rail, Simple-protocol latencies, a post overhead per remote peer), so that for even
-traffic :func:`~scaleout.moe.alltoall_seconds` is ``nccl.predict("alltoall", ...)``
-whenever the network is the bottleneck (NCCL's model adds PXN's NVLink hop, which matters
+dispatch the same way. This is the book's all-to-all model, not NCCL's (NCCL's tuner
+prices no point-to-point operation); ``scaleout.nccl`` codes the same model for even
+traffic, and chapter 10 compares it with published all-to-all measurements, chapter 7
+with DeepEP's (:mod:`scaleout.moe.deepep`). The :class:`~scaleout.moe.Network` takes its
+rates and latencies from the book's NCCL model (:func:`~scaleout.moe.nccl_network`,
+chapter 10: what NCCL grants a GPU on NVLink and on its rail, Simple-protocol latencies,
+a post overhead per remote peer), so that for even traffic
+:func:`~scaleout.moe.alltoall_seconds` equals ``nccl.predict("alltoall", ...)`` whenever
+the network is the bottleneck (``scaleout.nccl`` adds PXN's NVLink hop, which matters
 only when NVLink is); or from nominal :mod:`scaleout.hardware` link presets
 (:func:`~scaleout.moe.network`); or from a system's published figures
 (``scaleout.moe.H800_NETWORK``). Latencies are the Simple protocol's: for messages of at
@@ -164,31 +168,24 @@ def alltoall_seconds(pair_bytes, net: Network) -> AllToAllTime:
     return _time(nv, nw, ((off > 0) & ~same).sum(axis=1), net)
 
 
-def two_hop_bytes(routing: Routing, ep, gpus_per_node, token_bytes=1.0) -> tuple:
-    """Per-rank bytes of a node-deduplicated dispatch (DeepSeek-V3 report, Sec. 3.2.2;
-    DeepEP's normal kernels): a token goes over the network *once* to each other node that
-    holds one of its experts, to the GPU with its own in-node index (its rail), which
-    forwards it over NVLink once to each GPU there that holds one of its experts; inside
-    its own node it goes once to each such GPU. Returns ``(network_out, network_in,
-    nvlink_out, nvlink_in)``, each (ep,) bytes. Experts and tokens in contiguous blocks per
-    rank, ranks in nodes of ``gpus_per_node``."""
-    checks.instance("routing", routing, Routing)
-    ep = checks.integer("ep", ep, 1, MAX_EP)
-    for what, n in (("experts", routing.n_experts), ("tokens", routing.tokens)):
-        if n % ep:
-            raise checks.fail("ep", f"a divisor of the {n} {what}", ep)
-    g = checks.integer("gpus_per_node", gpus_per_node, 1, ep)
-    if ep % g:
-        raise checks.fail("gpus_per_node", f"a divisor of ep = {ep}", g)
-    tb = checks.positive("token_bytes", token_bytes, MAX_TOKEN_BYTES)
-    t, nodes = routing.tokens, ep // g
+def _copy_gpus(routing: Routing, ep: int) -> np.ndarray:
+    """(tokens, k) the GPU of each kept copy (-1 where dropped), experts in contiguous
+    blocks of ``n_experts / ep`` per rank."""
+    return np.where(routing.kept, routing.experts // (routing.n_experts // ep), -1)
+
+
+def _two_hop(gpu: np.ndarray, ep: int, g: int, tb: float) -> tuple:
+    """Bytes of the node-deduplicated dispatch of copies to ``gpu`` (tokens, k) (-1:
+    dropped), tokens in ``ep`` equal contiguous blocks, ranks in nodes of ``g``:
+    ``(network_out, network_in, nvlink_out, nvlink_in, remote_peers)``, each (ep,)."""
+    t, nodes = gpu.shape[0], ep // g
     if t * ep > checks.MAX_ELEMENTS:
         raise checks.fail("tokens x ep", f"at most {checks.MAX_ELEMENTS}", t * ep)
     src = np.arange(t) // (t // ep)  # (t,) rank of each token
-    gpu = np.where(routing.kept, routing.experts // (routing.n_experts // ep), -1)  # (t, k)
     hit = np.zeros((t, ep), dtype=bool)
-    rows = np.repeat(np.arange(t), routing.k)
-    hit[rows[gpu.ravel() >= 0], gpu.ravel()[gpu.ravel() >= 0]] = True  # token -> GPU
+    rows = np.repeat(np.arange(t), gpu.shape[1])
+    flat = gpu.ravel()
+    hit[rows[flat >= 0], flat[flat >= 0]] = True  # token -> GPU
     node_hit = hit.reshape(t, nodes, g).any(axis=2)  # token -> node
     own = src // g
     remote = node_hit.copy()
@@ -203,7 +200,52 @@ def two_hop_bytes(routing: Routing, ep, gpus_per_node, token_bytes=1.0) -> tuple
     forward = hit & (holder != np.arange(ep)[None, :])
     nv_out = np.bincount(holder[forward], minlength=ep) * tb
     nv_in = forward.sum(axis=0) * tb
-    return net_out, net_in, nv_out, nv_in
+    peers = remote.reshape(ep, t // ep, nodes).any(axis=1).sum(axis=1)  # remote nodes
+    return net_out, net_in, nv_out, nv_in, peers
+
+
+def _check_two_hop(routing: Routing, ep, gpus_per_node, token_bytes) -> tuple:
+    checks.instance("routing", routing, Routing)
+    ep = checks.integer("ep", ep, 1, MAX_EP)
+    for what, n in (("experts", routing.n_experts), ("tokens", routing.tokens)):
+        if n % ep:
+            raise checks.fail("ep", f"a divisor of the {n} {what}", ep)
+    g = checks.integer("gpus_per_node", gpus_per_node, 1, ep)
+    if ep % g:
+        raise checks.fail("gpus_per_node", f"a divisor of ep = {ep}", g)
+    tb = checks.positive("token_bytes", token_bytes, MAX_TOKEN_BYTES)
+    return ep, g, tb
+
+
+def two_hop_bytes(routing: Routing, ep, gpus_per_node, token_bytes=1.0) -> tuple:
+    """Per-rank bytes of a node-deduplicated dispatch (DeepSeek-V3 report, Sec. 3.2.2;
+    DeepEP's normal kernels): a token goes over the network *once* to each other node that
+    holds one of its experts, to the GPU with its own in-node index (its rail), which
+    forwards it over NVLink once to each GPU there that holds one of its experts; inside
+    its own node it goes once to each such GPU. Returns ``(network_out, network_in,
+    nvlink_out, nvlink_in)``, each (ep,) bytes. Experts and tokens in contiguous blocks per
+    rank, ranks in nodes of ``gpus_per_node``."""
+    ep, g, tb = _check_two_hop(routing, ep, gpus_per_node, token_bytes)
+    return _two_hop(_copy_gpus(routing, ep), ep, g, tb)[:4]
+
+
+def two_hop_time(gpu, ep, net: Network, token_bytes=1.0) -> AllToAllTime:
+    """:func:`~scaleout.moe.two_hop_seconds` from the GPU of every copy: ``gpu`` (tokens,
+    k) integers, -1 for a dropped copy, tokens in ``ep`` equal contiguous blocks (one per
+    rank). For routings built in pieces (one per rank) that no single
+    :class:`~scaleout.moe.Routing` holds."""
+    checks.instance("net", net, Network)
+    ep = checks.integer("ep", ep, 1, MAX_EP)
+    gpu = checks.array("gpu", gpu, ndim=2, integer=True, low=-1, high=ep - 1)
+    if gpu.shape[0] % ep or gpu.shape[0] == 0 or gpu.shape[1] > 64:
+        raise checks.fail("gpu", f"(tokens, k <= 64) with tokens a multiple of ep = {ep}",
+                          gpu.shape)  # fmt: skip
+    g = checks.integer("gpus_per_node", net.gpus_per_node, 1, ep)
+    if ep % g:
+        raise checks.fail("ep", f"a multiple of net.gpus_per_node = {g}", ep)
+    tb = checks.positive("token_bytes", token_bytes, MAX_TOKEN_BYTES)
+    net_out, net_in, nv_out, nv_in, peers = _two_hop(gpu.astype(np.int64), ep, g, tb)
+    return _time(np.maximum(nv_out, nv_in), np.maximum(net_out, net_in), peers, net)
 
 
 def two_hop_seconds(routing: Routing, ep, net: Network, token_bytes=1.0) -> AllToAllTime:
@@ -212,17 +254,9 @@ def two_hop_seconds(routing: Routing, ep, net: Network, token_bytes=1.0) -> AllT
     each rank waiting for its busiest direction of each link, as in
     :func:`~scaleout.moe.alltoall_seconds`."""
     checks.instance("net", net, Network)
-    net_out, net_in, nv_out, nv_in = two_hop_bytes(routing, ep, net.gpus_per_node, token_bytes)
-    nw, nv = np.maximum(net_out, net_in), np.maximum(nv_out, nv_in)
-    g = net.gpus_per_node
-    t = routing.tokens
-    src = np.arange(t) // (t // ep)
-    gpu = np.where(routing.kept, routing.experts // (routing.n_experts // ep), -1)
-    peers = np.zeros(ep)
-    for r in range(ep):  # remote nodes rank r sends to (one relay GPU on each)
-        nodes = np.unique(gpu[src == r][gpu[src == r] >= 0] // g)
-        peers[r] = np.sum(nodes != r // g)
-    return _time(nv, nw, peers, net)
+    ep, g, tb = _check_two_hop(routing, ep, net.gpus_per_node, token_bytes)
+    net_out, net_in, nv_out, nv_in, peers = _two_hop(_copy_gpus(routing, ep), ep, g, tb)
+    return _time(np.maximum(nv_out, nv_in), np.maximum(net_out, net_in), peers, net)
 
 
 @dataclass(frozen=True)

@@ -3,7 +3,8 @@
 Taught in chapter 7. Nothing here is fitted: the configurations are the ones their
 authors published, and the chapter recomputes their parameter counts with
 :func:`scaleout.moe.moe_parameters` and prices DeepEP's measured all-to-alls with
-:func:`scaleout.moe.alltoall_seconds`.
+:mod:`scaleout.moe.deepep` (the transport each measured version used, the bytes DeepEP
+counts).
 """
 
 from __future__ import annotations
@@ -147,9 +148,22 @@ H800_NETWORK = Network(
 )  # fmt: skip
 
 
+#: The kernels' transports (DeepEP docs/legacy.md and the code of each measured version):
+#: ``"two-hop"``: the normal kernels, a token once per node over RDMA to its rail peer,
+#: forwarded over NVLink (intranode: NVLink only); ``"nvlink+rdma"``: the low-latency
+#: kernels since PR #173 (2025-05-23, on by default: ``allow_nvlink_for_low_latency_mode``),
+#: every copy to a GPU of the same node over NVLink, to other nodes over RDMA;
+#: ``"rdma"``: the low-latency kernels before it, every copy to another GPU over RDMA
+#: (``deep_ep/buffer.py`` set ``NVSHMEM_DISABLE_P2P=1``), the node's own GPUs included.
+TRANSPORTS = ("two-hop", "nvlink+rdma", "rdma")
+
+
 @dataclass(frozen=True)
 class AllToAllMeasurement:
-    """One row of DeepEP's published performance tables."""
+    """One row of DeepEP's published performance tables: the bandwidth DeepEP reports
+    (``gb_per_s``, for ``link``) and, for the low-latency kernels, the measured time; the
+    ``transport`` the measured version used (one of ``TRANSPORTS``);
+    ``table``, the commit whose README or docs published it."""
 
     kernel: str  # "normal" or "low-latency"
     phase: str  # "dispatch" or "combine"
@@ -160,6 +174,9 @@ class AllToAllMeasurement:
     bytes_per_element: float  # 1 (FP8 dispatch) or 2 (BF16 combine)
     gb_per_s: float  # the bandwidth DeepEP reports
     microseconds: float | None  # measured latency (low-latency kernels only)
+    transport: str
+    link: str  # the link DeepEP names its bandwidth for: "NVLink" or "RDMA"
+    table: str  # the commit of the published table
     source: str
 
     def __post_init__(self):
@@ -173,23 +190,49 @@ class AllToAllMeasurement:
         checks.positive("gb_per_s", self.gb_per_s, 1e5)
         if self.microseconds is not None:
             checks.positive("microseconds", self.microseconds, 1e9)
+        checks.choice("transport", self.transport, TRANSPORTS)
+        if (self.kernel == "normal") != (self.transport == "two-hop"):
+            raise checks.fail("transport", "'two-hop' exactly for the normal kernels",
+                              (self.kernel, self.transport))  # fmt: skip
+        checks.choice("link", self.link, ("NVLink", "RDMA"))
+        checks.text("table", self.table, 40)
         checks.text("source", self.source, 1000)
 
 
+_FIRST = "deepseek-ai/DeepEP README.md, Performance, commit ebfe47e (first release, 2025-02-24)"
+_NORMAL_SRC = (_DEEPEP + ": normal kernels with NVLink and RDMA forwarding, H800, 4096 "
+               "tokens per batch, 7168 hidden, top-4 groups, top-8 experts, FP8 dispatch, "
+               "BF16 combine; bottleneck bandwidth")  # fmt: skip
+_LL_SRC = ("low-latency kernels, H800 with a CX7 400 Gb/s NIC each, 128 tokens per batch, "
+           "7168 hidden, top-8 experts, FP8 dispatch, BF16 combine")  # fmt: skip
 _NORMAL = ((8, 153, 158), (16, 43, 43), (32, 58, 57), (64, 51, 50))
+# (ep, dispatch us, dispatch GB/s, combine us, combine GB/s): docs/legacy.md at dd758ca,
+# the EP 8-64 rows as re-measured with NVLink (README news of 2025-06-05, commit de8cfca,
+# PR #173), EP 128 and 256 unchanged since the first release (so measured with pure RDMA).
 _LOW = ((8, 77, 98, 114, 127), (16, 118, 63, 195, 74), (32, 155, 48, 273, 53),
         (64, 173, 43, 314, 46), (128, 192, 39, 369, 39), (256, 194, 39, 360, 40))  # fmt: skip
+# The first release's EP 8-64 rows, pure RDMA (README at ebfe47e, replaced at de8cfca).
+_LOW_FIRST = ((8, 163, 46, 318, 46), (16, 173, 43, 329, 44), (32, 182, 41, 350, 41),
+              (64, 186, 40, 353, 41))  # fmt: skip
+
+
+def _low(rows, table, source, transport_of):
+    phases = lambda du, dbw, cu, cbw: (("dispatch", 1, du, dbw), ("combine", 2, cu, cbw))  # noqa: E731
+    return [AllToAllMeasurement("low-latency", phase, ep, 128, 7168, 8, b, bw, us,
+                                transport_of(ep), "RDMA", table, source)
+            for ep, *row in rows for phase, b, us, bw in phases(*row)]  # fmt: skip
+
+
 DEEPEP_MEASUREMENTS = tuple(
-    [AllToAllMeasurement("normal", phase, ep, 4096, 7168, 8, b, bw, None,
-                         _DEEPEP + ": normal kernels, H800, 4096 tokens per batch, 7168 hidden, "
-                         "top-4 groups, top-8 experts, FP8 dispatch, BF16 combine; "
-                         "bottleneck bandwidth")
+    [AllToAllMeasurement("normal", phase, ep, 4096, 7168, 8, b, bw, None, "two-hop",
+                         "NVLink" if ep == 8 else "RDMA", "dd758ca", _NORMAL_SRC)
      for ep, d, c in _NORMAL for phase, b, bw in (("dispatch", 1, d), ("combine", 2, c))]
-    + [AllToAllMeasurement("low-latency", phase, ep, 128, 7168, 8, b, bw, us,
-                           _DEEPEP + ": low-latency kernels, H800, 128 tokens per batch, 7168 "
-                           "hidden, top-8 experts, FP8 dispatch, BF16 combine")
-       for ep, du, dbw, cu, cbw in _LOW
-       for phase, b, us, bw in (("dispatch", 1, du, dbw), ("combine", 2, cu, cbw))]
+    + _low(_LOW, "dd758ca",
+           _DEEPEP + ": " + _LL_SRC + "; EP 8-64 re-measured with NVLink to the node's GPUs "
+           "(README news 2025-06-05, commit de8cfca, PR #173), EP 128 and 256 as first "
+           "published (pure RDMA)",
+           lambda ep: "nvlink+rdma" if ep <= 64 else "rdma")
+    + _low(_LOW_FIRST, "ebfe47e", _FIRST + ": " + _LL_SRC + ", pure RDMA", lambda ep: "rdma")
 )  # fmt: skip
 
 #: FP8 activations carry one fp32 scale per 1 x 128 tile (DeepSeek-V3 report, Sec. 3.3.2):

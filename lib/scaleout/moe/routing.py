@@ -14,11 +14,13 @@ expert) into k chosen experts and k gate weights:
   computes the same.
 * **Node-limited routing** (DeepSeek-V3, arXiv 2412.19437, Sec. 2.1.2 and 3.2.2; its
   ``inference/model.py``, ``Gate.forward``): the experts form ``groups`` equal groups (one
-  per node); a group's score is the sum of its ``max(1, k // max_groups)`` highest scores
-  (the paper's "sum of the highest K_r/M affinity scores", top-2 in the V3 code with
-  K_r = 8, M = 4); only the ``max_groups`` best groups stay eligible, so a token reaches
-  at most ``max_groups`` nodes. ``bias`` (DeepSeek-V3's auxiliary-loss-free balancing,
-  Sec. 2.1.2) is added to the scores for the *choice* only; the weights use the raw scores.
+  per node); a group's score is the sum of its ``group_top`` highest scores, by default
+  ``max(1, k // max_groups)`` (the paper's "sum of the highest K_r/M affinity scores",
+  top-2 in the V3 code with K_r = 8, M = 4; ``group_top=1``, the group's best score, is
+  what DeepEP's ``tests/test_internode.py`` routes with); only the ``max_groups`` best
+  groups stay eligible, so a token reaches at most ``max_groups`` nodes. ``bias``
+  (DeepSeek-V3's auxiliary-loss-free balancing, Sec. 2.1.2) is added to the scores for
+  the *choice* only; the weights use the raw scores.
 * **Capacity.** With a ``capacity_factor`` each expert takes at most
   ``C = ceil((k * tokens / experts) * capacity_factor)`` token copies per block of tokens
   (Megatron-Core's ``get_capacity`` called with ``num_tokens * topk`` in
@@ -92,11 +94,11 @@ def _top_k(scores: np.ndarray, k: int) -> np.ndarray:
     return np.argsort(-scores, axis=1, kind="stable")[:, :k]
 
 
-def _eligible(select: np.ndarray, k: int, groups: int, max_groups: int) -> np.ndarray:
-    """``select`` with the experts outside each token's ``max_groups`` best groups at -inf."""
+def _eligible(select: np.ndarray, best: int, groups: int, max_groups: int) -> np.ndarray:
+    """``select`` with the experts outside each token's ``max_groups`` best groups (a
+    group's score: the sum of its ``best`` highest scores) at -inf."""
     t, e = select.shape
     per = e // groups
-    best = max(1, k // max_groups)
     grouped = select.reshape(t, groups, per)
     group_score = -np.sort(-grouped, axis=2)[:, :, :best].sum(axis=2)  # (t, groups)
     keep = _top_k(group_score, max_groups)
@@ -235,12 +237,14 @@ def route(
     groups=None,
     max_groups=None,
     bias=None,
+    group_top=None,
 ) -> Routing:
     """Route ``logits`` (tokens, experts) to ``k`` experts per token (see the module
     docstring for every rule and its source). ``normalize=None`` follows the convention of
     the gating: softmax normalises for k > 1 (GShard, Mixtral) and not for k = 1 (Switch),
-    sigmoid always (DeepSeek-V3). ``groups``/``max_groups``: node-limited routing. ``bias``
-    (experts,): added to the scores for the choice only."""
+    sigmoid always (DeepSeek-V3). ``groups``/``max_groups``: node-limited routing, each
+    group scored by the sum of its ``group_top`` best scores (default ``max(1, k //
+    max_groups)``). ``bias`` (experts,): added to the scores for the choice only."""
     z = checks.array("logits", logits, ndim=2)
     t, e = z.shape
     checks.integer("tokens", t, 1, MAX_TOKENS)
@@ -269,7 +273,11 @@ def route(
         max_groups = checks.integer("max_groups", max_groups, 1, groups)
         if max_groups * (e // groups) < k:
             raise checks.fail("max_groups", f"enough groups to hold k = {k} experts", max_groups)
-        select = _eligible(select, k, groups, max_groups)
+        best = max(1, k // max_groups) if group_top is None else group_top
+        best = checks.integer("group_top", best, 1, e // groups)
+        select = _eligible(select, best, groups, max_groups)
+    elif group_top is not None:
+        raise checks.fail("group_top", "None without groups", group_top)
     chosen = _top_k(select, k)  # (t, k)
     weights = np.take_along_axis(scores, chosen, axis=1)
     if normalize:

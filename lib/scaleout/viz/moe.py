@@ -414,9 +414,11 @@ def cost_curves(
     marker_x=None,
     marker_text: str = "",
     log_y: bool = False,
+    highlight=None,
 ) -> go.Figure:
     """Lines of precomputed costs against ``x`` (one per entry of ``series``, book colours
-    in order); a dotted vertical line at ``marker_x`` (e.g. the NVLink domain size)."""
+    in order); a dotted vertical line at ``marker_x`` (e.g. the NVLink domain size); a
+    black diamond at ``highlight = (x, y, name)`` (e.g. the point a slider picks)."""
     xs = checks.array("x", x, ndim=1, max_size=10_000)
     if not isinstance(series, Mapping) or not series:
         raise checks.fail("series", "a non-empty mapping name -> values", series)
@@ -450,6 +452,14 @@ def cost_curves(
         fig.add_scatter(x=[mx, mx], y=[0, max(ys_all) * 1.05], mode="lines",
                         name=marker_text or f"x = {mx:g}", hoverinfo="skip",
                         line=dict(dash="dot", color="black", width=1.5))  # fmt: skip
+    if highlight is not None:
+        if not isinstance(highlight, tuple | list) or len(highlight) != 3:
+            raise checks.fail("highlight", "None or a tuple (x, y, name)", highlight)
+        hx = checks.real("highlight x", highlight[0], low=0.0, low_open=log_x)
+        hy = checks.real("highlight y", highlight[1], low=0.0, low_open=log_y)
+        name = checks.text("highlight name", highlight[2], 80)
+        fig.add_scatter(x=[hx], y=[hy], mode="markers", name=name,
+                        marker=dict(size=14, symbol="diamond", color="black"))  # fmt: skip
     if log_x:
         fig.update_xaxes(range=[float(np.log10(xs.min())) - 0.1, float(np.log10(xs.max())) + 0.1],
                          tickvals=xs.tolist() if xs.size <= 16 else None)  # fmt: skip
@@ -526,25 +536,34 @@ def mesh_figure(grid: Mesh, experts: int, title: str = "") -> go.Figure:
     return fig
 
 
+_SYMBOLS = ("circle", "square", "diamond", "triangle-up", "x", "star")
+
+
 def measured_vs_model(
-    labels: Sequence[str], measured, model, title: str = "", unit: str = "µs"
+    labels: Sequence[str], measured, model, title: str = "", unit: str = "µs", groups=None
 ) -> go.Figure:
     """Each published measurement against the model's prediction (log axes), with the
-    line y = x; points above it: the model is too slow, below: too fast."""
+    line y = x; points above it: the model is too slow, below: too fast. ``groups`` (one
+    name per row, at most six distinct) draws each group in its own colour and marker."""
     m = checks.array("measured", measured, ndim=1, low=0.0, low_open=True, max_size=1000)
     p = checks.array("model", model, ndim=1, low=0.0, low_open=True, max_size=1000)
     if m.shape != p.shape:
         raise checks.fail("model", f"{m.size} values, one per measurement", p.size)
     labels = _labels("labels", labels, m.size)
+    groups = ["DeepEP rows"] * m.size if groups is None else _labels("groups", groups, m.size)
+    names = list(dict.fromkeys(groups))
+    if len(names) > len(_SYMBOLS):
+        raise checks.fail("groups", f"at most {len(_SYMBOLS)} distinct names", len(names))
     checks.instance("title", title, str)
     checks.instance("unit", unit, str)
     lo, hi = float(min(m.min(), p.min())) / 1.3, float(max(m.max(), p.max())) * 1.3
     span = [float(np.log10(lo)), float(np.log10(hi))]
     fig = new_figure(
         title=title,
-        height=440,
+        height=460,
         xaxis=dict(title=f"measured ({unit})", type="log", range=span),
         yaxis=dict(title=f"model ({unit})", type="log", range=span),
+        legend=dict(orientation="h", y=-0.2),
     )
     fig.add_scatter(
         x=[lo, hi],
@@ -553,16 +572,28 @@ def measured_vs_model(
         name="model = measured",
         line=dict(color="black", dash="dot"),
     )
-    fig.add_scatter(
-        x=m,
-        y=p,
-        mode="markers",
-        name="DeepEP rows",
-        text=list(labels),
-        marker=dict(size=10, color=rank_color(0)),
-        hovertemplate="%{text}<br>measured %{x:.3g}, model %{y:.3g}<extra></extra>",
-    )
+    for i, name in enumerate(names):
+        rows = [j for j, g in enumerate(groups) if g == name]
+        fig.add_scatter(
+            x=m[rows],
+            y=p[rows],
+            mode="markers",
+            name=name,
+            text=[labels[j] for j in rows],
+            marker=dict(size=10, color=rank_color(i), symbol=_SYMBOLS[i]),
+            hovertemplate="%{text}<br>measured %{x:.3g}, model %{y:.3g}<extra></extra>",
+        )
     return fig
+
+
+def rows_table(rows: Sequence[str], columns: Sequence[str], text, shaded, title: str,
+               shade_name: str) -> go.Figure:  # fmt: skip
+    """A table of precomputed strings (``text[i][j]``), the cells with ``shaded[i][j]``
+    in pale blue and named ``shade_name`` in the legend (the book's table figure,
+    :func:`scaleout.viz.memory.table_figure`)."""
+    from .memory import table_figure
+
+    return table_figure(rows, columns, text, shaded, title, shade_name=shade_name)
 
 
 def parameter_bars(names: Sequence[str], total, active, title: str = "") -> go.Figure:
