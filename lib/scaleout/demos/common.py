@@ -49,3 +49,23 @@ def default_device() -> torch.device:
     if dist.is_initialized() and dist.get_backend() == "nccl":
         return torch.device("cuda", torch.cuda.current_device())
     return torch.device("cpu")
+
+
+def error_lines(errors: dict, world_size: int, tolerance: float, width: int) -> list[str]:
+    """One line per check: its name, the world size, the worst error and ``ok``/``MISMATCH``.
+
+    ``ok`` means the error is below ``tolerance``; ``width`` pads the names into a column.
+    """
+    lines = []
+    for name, err in errors.items():
+        verdict = "ok" if err < tolerance else "MISMATCH"
+        lines.append(f"{name:<{width}} world_size={world_size} max|err|={err:.1e} {verdict}")
+    return lines
+
+
+def require_positive(parser, args, names: tuple[str, ...]) -> None:
+    """Stop with argparse's usage error unless every option in ``names`` is at least 1."""
+    for name in names:
+        value = getattr(args, name)
+        if value < 1:
+            parser.error(f"--{name.replace('_', '-')} must be >= 1, got {value}")

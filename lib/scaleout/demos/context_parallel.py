@@ -45,7 +45,13 @@ import torch.distributed as dist
 import torch.nn.functional as F
 
 from scaleout import context_parallel as CP
-from scaleout.demos.common import BACKENDS, default_device, init_from_env
+from scaleout.demos.common import (
+    BACKENDS,
+    default_device,
+    error_lines,
+    init_from_env,
+    require_positive,
+)
 
 TOLERANCE = 1e-10
 CALLS: Counter = Counter()  # collectives and point-to-point messages this process ran
@@ -341,10 +347,7 @@ def check_context_parallel(rank: int, world_size: int, seq: int = 16, heads: int
 
 def report(result: dict, world_size: int) -> list[str]:
     """One line per check, ending in ``ok`` (error below TOLERANCE) or ``MISMATCH``."""
-    lines = []
-    for name, err in result["errors"].items():
-        verdict = "ok" if err < TOLERANCE else "MISMATCH"
-        lines.append(f"{name:<25} world_size={world_size} max|err|={err:.1e} {verdict}")
+    lines = error_lines(result["errors"], world_size, TOLERANCE, width=25)
     counts = ", ".join(f"{k}: {v}" for k, v in sorted(result["calls"].items()))
     lines.append(f"per rank: {counts}")
     return lines
@@ -361,9 +364,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--timeout-s", type=float, default=60.0, help="per-collective limit")
     args = parser.parse_args(argv)
-    for name in ("seq", "heads", "head_dim", "hidden"):
-        if getattr(args, name) < 1:
-            parser.error(f"--{name.replace('_', '-')} must be >= 1, got {getattr(args, name)}")
+    require_positive(parser, args, ("seq", "heads", "head_dim", "hidden"))
     rank, world_size = init_from_env(args.backend, args.timeout_s)
     try:
         result = check_context_parallel(rank, world_size, args.seq, args.heads, args.head_dim,

@@ -34,7 +34,13 @@ import torch.distributed as dist
 import torch.nn.functional as F
 
 from scaleout import tensor_parallel as tp
-from scaleout.demos.common import BACKENDS, default_device, init_from_env
+from scaleout.demos.common import (
+    BACKENDS,
+    default_device,
+    error_lines,
+    init_from_env,
+    require_positive,
+)
 
 TOLERANCE = 1e-10
 CALLS: Counter = Counter()  # all-reduces this process ran, by operator and pass
@@ -211,10 +217,7 @@ def check_tensor_parallel(
 
 def report(result: dict, world_size: int) -> list[str]:
     """One line per check, ending in ``ok`` (error below TOLERANCE) or ``MISMATCH``."""
-    lines = []
-    for name, err in result["errors"].items():
-        verdict = "ok" if err < TOLERANCE else "MISMATCH"
-        lines.append(f"{name:<17} world_size={world_size} max|err|={err:.1e} {verdict}")
+    lines = error_lines(result["errors"], world_size, TOLERANCE, width=17)
     counts = ", ".join(f"{k}: {v}" for k, v in sorted(result["allreduces"].items()))
     lines.append(f"all-reduces per rank (MLP + attention, forward + backward): {counts}")
     return lines
@@ -231,9 +234,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--timeout-s", type=float, default=60.0, help="per-collective limit")
     args = parser.parse_args(argv)
-    for name in ("batch", "seq", "hidden", "heads"):
-        if getattr(args, name) < 1:
-            parser.error(f"--{name} must be >= 1, got {getattr(args, name)}")
+    require_positive(parser, args, ("batch", "seq", "hidden", "heads"))
     rank, world_size = init_from_env(args.backend, args.timeout_s)
     try:
         result = check_tensor_parallel(
