@@ -664,7 +664,9 @@ def uniform_model_timelines(
 ) -> tuple[StepTimeline, StepTimeline]:
     """(naive, DDP) timelines of one step of a model of ``n_params`` parameters in
     ``n_layers`` equal tensors (:func:`uniform_layers`), ``tokens`` per rank per step,
-    backward at ``flops_per_s`` (:func:`backward_seconds`; forward = half the backward),
+    backward at ``flops_per_s`` (:func:`backward_seconds`; forward = half the backward;
+    the default 400 TFLOP/s per GPU is an *achieved* rate, that of Llama 3 405B's training
+    on H100s, Dubey et al. 2024, Table 4, not a peak: chapter 13 prices layers from shapes),
     gradients of ``bytes_per_param`` bytes on the wire (2: bf16 weights, or fp32 weights
     with a bf16 compression hook; 4: fp32 without one; at most 16), caps from
     :func:`bucket_caps`."""

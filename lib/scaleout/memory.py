@@ -48,8 +48,10 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from . import checks
+from . import checks, hardware
 
+#: GPU memory in bytes assumed when none is named (an H100 SXM's 80 GB, from hardware).
+DEFAULT_GPU_BYTES = hardware.gpu("H100-SXM").memory_gb * 1e9
 STAGES = (0, 1, 2, 3)
 STAGE_NAMES = {0: "plain DP", 1: "ZeRO-1 (P_os)", 2: "ZeRO-2 (P_os+g)", 3: "ZeRO-3 (P_os+g+p)"}
 OPTIMIZERS = ("adam", "sgd_momentum", "sgd")
@@ -408,7 +410,7 @@ TRANSFORMERS = {
 }  # fmt: skip
 
 
-def gpus_to_hold(total_bytes, gpu_bytes=80e9, usable_fraction=1.0):
+def gpus_to_hold(total_bytes, gpu_bytes=DEFAULT_GPU_BYTES, usable_fraction=1.0):
     """Fewest GPUs of ``gpu_bytes`` whose usable memory (``usable_fraction`` of it, in
     (0, 1]) adds up to ``total_bytes``: ceil(total / (gpu x fraction)). Vectorised."""
     total, gpu = _reals("total_bytes", total_bytes), _reals("gpu_bytes", gpu_bytes)
@@ -423,8 +425,9 @@ def _ceil_div(num, den):
         return np.where((n - 1) * den >= num * (1 - 1e-12), n - 1, n)
 
 
-def min_dp_to_fit(params, stage, gpu_bytes=80e9, activation_bytes=0.0, optimizer="adam",
-                  k=None, precision="mixed", usable_fraction=1.0):  # fmt: skip
+def min_dp_to_fit(params, stage, gpu_bytes=DEFAULT_GPU_BYTES, activation_bytes=0.0,
+                  optimizer="adam", k=None, precision="mixed",
+                  usable_fraction=1.0):  # fmt: skip
     """Smallest N_d at which model states + ``activation_bytes`` fit in ``usable_fraction``
     of ``gpu_bytes`` per device, or None if no N_d does (the unsharded part alone is too big).
 

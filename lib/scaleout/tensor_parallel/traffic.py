@@ -30,9 +30,9 @@ from .sizes import MAX_BATCH, MAX_HIDDEN, MAX_SEQ, MAX_T, divides, layer_sizes, 
 # A DGX H100 server (8 H100 SXM GPUs on NVLink 4 through NVSwitch, one 400 Gb/s NIC per GPU),
 # from the systems table of scaleout.hardware, which cites the DGX H100 guide.
 GPUS_PER_SERVER = H.system("DGX H100").gpus_per_server
-# NVIDIA H100 Tensor Core GPU datasheet: H100 SXM BF16 Tensor Core 1,979 TFLOPS *with
-# sparsity*; dense matrices run at half of that.
-H100_SXM_BF16_DENSE_FLOPS = 1979e12 / 2
+# The H100 SXM's dense BF16 peak, read from hardware's GPU table (NVIDIA's H100 datasheet
+# quotes 1,979 TFLOPS *with sparsity*; dense matrices run at half of that).
+H100_SXM_BF16_DENSE_FLOPS = H.gpu("H100-SXM").bf16_tflops * 1e12
 INTRA, INTER = "nvlink4-h100", "nic-400g"
 # "flat-ring" is the one-NIC teaching case: one ring whose every step runs at one NIC's
 # speed. Real NCCL stripes several rings over all the NICs of a server (chapter 10).

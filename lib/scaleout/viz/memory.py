@@ -222,7 +222,9 @@ def _inputs(params, act_bytes, gpu_bytes) -> tuple[float, float, float]:
             checks.positive("gpu_bytes", gpu_bytes))  # fmt: skip
 
 
-def memory_by_stage(params, dp, act_bytes=0.0, gpu_bytes=80e9, title=None) -> go.Figure:
+def memory_by_stage(
+    params, dp, act_bytes=0.0, gpu_bytes=M.DEFAULT_GPU_BYTES, title=None
+) -> go.Figure:
     """Per-device memory of each stage at one N_d: stacked bars with the GPU's capacity."""
     params, act_bytes, gpu_bytes = _inputs(params, act_bytes, gpu_bytes)
     dp = checks.integer("dp", dp, 1)
@@ -235,7 +237,7 @@ def memory_by_stage(params, dp, act_bytes=0.0, gpu_bytes=80e9, title=None) -> go
 
 
 def memory_vs_dp(
-    params, dps: Sequence[int], act_bytes=0.0, gpu_bytes=80e9, name="", start=None
+    params, dps: Sequence[int], act_bytes=0.0, gpu_bytes=M.DEFAULT_GPU_BYTES, name="", start=None
 ) -> go.Figure:
     """The same bars with a slider over N_d (fixed y range, so sharded stages shrink),
     showing N_d = ``start`` (one of ``dps``; default the first) until the slider moves."""
