@@ -12,6 +12,7 @@ from hypothesis import strategies as st
 
 from scaleout import compute, nccl, planner, viz
 from scaleout import context_parallel as CP
+from scaleout import memory as M
 from scaleout.context_parallel import published as P
 from scaleout.demos import context_parallel as demo
 from scaleout.dist import run
@@ -474,9 +475,16 @@ def test_ring_animation_shows_the_work_table(layout):
 def test_figures_build_and_reject_bad_data():
     viz.figure_spec(V.layouts_figure(16, 4))
     seqs = [1024, 2048]
-    viz.figure_spec(V.memory_figure(seqs, {"a": [1e9, 2e9]}))
+    spec = viz.figure_spec(V.memory_figure(seqs, {"a": [1e9, 2e9]}))
+    gpu_line = spec["data"][-1]  # the default GPU is memory's, an H100 SXM's 80 GB
+    assert gpu_line["y"] == [M.DEFAULT_GPU_BYTES / 1e9] * 2 == [80.0, 80.0]
+    assert gpu_line["name"] == "GPU memory (80 GB)"
     viz.figure_spec(V.scheme_figure([1, 2], {"ring": [1.0, float("nan")]}, "ms", "t"))
     viz.figure_spec(V.benchmark_figure(["x"], [0.5], [0.53]))
+    spec = viz.figure_spec(V.hybrid_figure([8, 1], {"a": [2.0, 1.0]}, {"a": [2.1, 1.2]}))
+    assert [tr["name"] for tr in spec["data"]] == ["a, measured", "a, model"]
+    with pytest.raises(ValueError, match="predicted must be the labels of measured"):
+        V.hybrid_figure([8, 1], {"a": [2.0, 1.0]}, {"b": [2.1, 1.2]})
     with pytest.raises(ValueError, match="2 values, one per x"):
         V.memory_figure(seqs, {"a": [1e9]})
     with pytest.raises(ValueError, match="seq must be an integer in"):

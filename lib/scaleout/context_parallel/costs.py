@@ -40,7 +40,7 @@ the whole all-gather.
 The rest of the layer: :func:`~scaleout.context_parallel.layer_gemm_seconds` prices its weight
 GEMMs for the rank's tokens with chapter 13's compute model (:func:`scaleout.compute.layer_time`),
 :func:`~scaleout.context_parallel.activation_bytes_per_rank` counts its activations with chapter
-14's count (:func:`scaleout.planner.activation_bytes`).
+14's count (:func:`scaleout.planner.step.activation_bytes`).
 
 Limits: ``seq`` at most :data:`~scaleout.context_parallel.ring.MAX_SEQ`, ``cp`` at most
 :data:`~scaleout.context_parallel.ring.MAX_CP`, ``batch`` at most
@@ -89,14 +89,14 @@ SCHEMES = ("ring", "ulysses", "allgather", "hybrid")
 MAX_BATCH = 4096
 #: Backward FLOPs over forward FLOPs of attention (FlashAttention-2, Dao 2023, Sec. 4.1).
 BACKWARD_FACTOR = 2.5
-#: The attention kernel's forward rate, FLOP/s: FlashAttention-3 in BF16/FP16 on an H100 SXM5,
-#: forward with the causal mask, head dimension 128, 16K tokens: 616 TFLOP/s (Shah et al. 2024,
+#: The attention kernel's forward rate in FLOP/s, FlashAttention-3's in BF16/FP16 on an H100
+#: SXM5 with the causal mask, head dimension 128, 16K tokens, 616 TFLOP/s (Shah et al. 2024,
 #: arXiv 2407.08608, Fig. 5d; the figure is also ``assets/flash3_fp16_fwd.png`` of
 #: Dao-AILab/flash-attention). The paper's "up to 740 TFLOPs/s" is the forward without the mask
 #: at head dimension 256 (756 in Fig. 5e), a best case no Llama layer reaches.
 ATTENTION_FORWARD_FLOPS_PER_S = 616e12
-#: The attention kernel's backward rate, FLOP/s (FLOPs counted as 2.5 x the forward's):
-#: FlashAttention-3 backward, head dimension 128, 16K tokens: 561 TFLOP/s (Shah et al. 2024,
+#: The attention kernel's backward rate in FLOP/s (FLOPs counted as 2.5 x the forward's),
+#: FlashAttention-3's backward at head dimension 128 and 16K tokens, 561 TFLOP/s (Shah et al. 2024,
 #: Fig. 6). The paper measures the backward without the causal mask only; with it the kernel
 #: runs somewhat slower (the forward loses 5 %, 648 -> 616), so this rate is optimistic.
 ATTENTION_BACKWARD_FLOPS_PER_S = 561e12
@@ -400,7 +400,7 @@ def activation_bytes_per_rank(seq, cp, m="llama3-8b", batch=1, tp=1, flash_atten
     split over ``cp`` ranks (and ``tp``-way tensor parallelism with sequence parallelism).
 
     Everything but the attention core is chapter 14's count,
-    :func:`scaleout.planner.activation_bytes` with selective recomputation (Korthikanti et
+    :func:`scaleout.planner.step.activation_bytes` with selective recomputation (Korthikanti et
     al. 2022, Table 2, term by term for grouped-query attention and a SwiGLU MLP), on the
     rank's s/cp tokens: linear in them, so it is taken per token and multiplied. It keeps
     Table 2's two 1-byte dropout masks per token and hidden unit, which Llama, trained

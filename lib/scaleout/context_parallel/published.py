@@ -211,7 +211,7 @@ def _usp_rows():
 #: The 24 measurements at 131,072 tokens, 8 heads of dimension 128.
 USP_BENCHMARKS: tuple[UspBenchmark, ...] = _usp_rows()
 
-#: Tokens per global batch in every row of Llama 3's Table 4, "16M": 2**24 (64 x 32 x 8,192).
+#: Tokens per global batch in every row of Llama 3's Table 4 ("16M"), 2**24 = 64 x 32 x 8,192.
 TOKENS_PER_BATCH = 2**24
 
 
@@ -247,7 +247,7 @@ class LlamaSetup:
 
     @property
     def dp_from_batch(self) -> float:
-        """The data-parallel size the batch implies: tokens per batch / (seq x batch per DP)."""
+        """The data-parallel size the batch implies, tokens per batch / (seq x batch per DP)."""
         return TOKENS_PER_BATCH / (self.seq * self.batch_per_dp)
 
 

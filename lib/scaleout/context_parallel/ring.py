@@ -58,7 +58,8 @@ LAYOUTS = ("contiguous", "zigzag", "striped")
 MAX_CP = 1024
 #: Longest sequence the work and cost formulas take, in tokens (16M).
 MAX_SEQ = 2**24
-#: Most documents packed into one sequence (:func:`ring_work`'s ``documents``).
+#: Most documents packed into one sequence (``documents`` of
+#: :func:`~scaleout.context_parallel.ring_work`).
 MAX_DOCUMENTS = 4096
 
 
