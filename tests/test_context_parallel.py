@@ -10,9 +10,9 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from scaleout import compute, nccl, planner, viz
 from scaleout import context_parallel as CP
-from scaleout import memory as mem
-from scaleout import nccl, viz
+from scaleout import memory as M
 from scaleout.context_parallel import published as P
 from scaleout.demos import context_parallel as demo
 from scaleout.dist import run
@@ -245,9 +245,12 @@ def test_times_are_finite_nonnegative_and_consistent(scheme, seq_k, cp, net, nam
     assert t.total >= t.compute * (1 - 1e-12)
     if cp == 1:
         assert t.comm == 0 and t.exposed <= 1e-12 * t.total  # rounding only
-    # never faster than the balanced compute alone
-    ideal = (1 + CP.BACKWARD_FACTOR) * CP.attention_flops(seq, name, tp=tp) / cp
-    assert t.total >= ideal / CP.ATTENTION_FLOPS_PER_S * (1 - 1e-9)
+    # never faster than the balanced compute alone, each pass at its own rate
+    flops = CP.attention_flops(seq, name, tp=tp) / cp
+    ideal = flops / CP.ATTENTION_FORWARD_FLOPS_PER_S
+    ideal += CP.BACKWARD_FACTOR * flops / CP.ATTENTION_BACKWARD_FLOPS_PER_S
+    assert CP.ideal_seconds(seq, cp, name, tp) == pytest.approx(ideal, rel=1e-12)
+    assert t.total >= ideal * (1 - 1e-9)
 
 
 def test_ring_overlap_hides_the_transfer_until_the_block_is_too_small():
@@ -257,7 +260,7 @@ def test_ring_overlap_hides_the_transfer_until_the_block_is_too_small():
     assert fast.exposed / fast.compute < 0.01  # 64K tokens per rank: hidden
     n = CP.overlap_threshold_tokens("llama3-8b", "dgx-h100", tp=8, cross_node=True)
     m = CP.model("llama3-8b")
-    compute = 0.5 * 4 * m.head_dim * (m.heads / 8) * n * n / CP.ATTENTION_FLOPS_PER_S
+    compute = 0.5 * 4 * m.head_dim * (m.heads / 8) * n * n / CP.ATTENTION_FORWARD_FLOPS_PER_S
     transfer = CP.transfer_seconds("p2p", 2 * n * 1 * m.head_dim * 2, 2, "dgx-h100", stride=8)
     assert compute == pytest.approx(transfer, rel=1e-6)
 
@@ -283,8 +286,10 @@ def test_activation_memory_with_and_without_cp():
     one = CP.activation_bytes_per_rank(131072, 1, m)
     eight = CP.activation_bytes_per_rank(131072, 8, m)
     assert eight == pytest.approx(one / 8)  # every term linear in the local tokens
-    linear = mem.activation_bytes_per_layer(131072, 1, m.hidden, m.heads, "selective")
-    assert one == linear + 4 * m.heads * 131072
+    # 36 bytes per token and hidden unit: 10 replicated (with 2 of dropout masks), Q 2, K and
+    # V 2 g/a each, the output projection's input 2, the SwiGLU MLP 6 f/h; plus the core
+    assert one == pytest.approx((10 + 4 + 4 * 8 / 32 + 6 * 14336 / 4096) * 131072 * 4096
+                                + 4 * m.heads * 131072, rel=1e-12)  # fmt: skip
     stored = CP.activation_bytes_per_rank(131072, 8, m, flash_attention=False)
     assert stored - eight == pytest.approx(5 * m.heads * 16384 * 131072 - 4 * m.heads * 16384)
     with pytest.raises(ValueError, match="seq must be a multiple of cp"):
@@ -318,9 +323,135 @@ def test_published_rows_reproduce_the_readme_percentages():
     readme = [52.1, 85.2, 74.4, 53.9, 90.2, 82.9, 51.4, 81.7, 69.6, 52.5, 89.8, 82.6]
     got = [100 * r.efficiency for r in P.RING_BENCHMARKS]
     assert np.all(np.abs(np.array(got) - readme) < 0.5)  # iter/s are rounded there
-    assert [s.dp for s in P.LLAMA3_SETUPS] == [64, 128, 8]
+    varlen = [49.1, 70.2, 57.0, 51.1, 75.9, 58.1, 49.8, 72.0, 51.6, 52.1, 80.2, 58.0]
+    got = [100 * r.efficiency for r in P.RING_VARLEN_BENCHMARKS]
+    assert np.all(np.abs(np.array(got) - varlen) < 0.5)
+    assert [r.scheme for r in P.RING_VARLEN_BENCHMARKS[:3]] == ["ring", "ring", "allgather"]
+    for docs in P.VARLEN_DOCUMENTS:  # cu_seqlens of the benchmark: one GPU's 8,192 tokens
+        assert sum(docs) == 8192
+    assert len(P.USP_BENCHMARKS) == 24 and {r.ring for r in P.USP_BENCHMARKS} == {1, 2, 4, 8}
     long = P.LLAMA3_SETUPS[2]
     assert long.seq // long.cp == 8192 and long.seq % (2 * long.cp) == 0
+
+
+def test_llama3_table4_dp_is_the_one_gpus_and_batch_imply():
+    """Regression: Table 4 prints DP = 4 for the long-context row; the GPUs (16,384 / (8 x 16
+    x 16)) and the batch (16M tokens / 131,072 / 16) both give 8."""
+    assert [s.printed_dp for s in P.LLAMA3_SETUPS] == [64, 128, 4]
+    assert [s.dp for s in P.LLAMA3_SETUPS] == [64, 128, 8]
+    assert [s.dp_from_batch for s in P.LLAMA3_SETUPS] == [64, 128, 8]
+    long = P.LLAMA3_SETUPS[2]
+    assert long.tp * long.cp * long.pp * long.printed_dp == 8192 != long.gpus
+
+
+# ------------------------------------------------------------------ documents, rates, GEMMs
+
+
+@given(
+    cp=st.integers(1, 4),
+    zig=st.booleans(),
+    per=st.integers(1, 4),
+    cuts=st.sets(st.integers(1, 63), max_size=5),
+)
+@SETTINGS
+def test_document_work_counts_the_block_diagonal_causal_mask(cp, zig, per, cuts):
+    layout = "zigzag" if zig else "contiguous"
+    seq = (2 * cp if zig else cp) * per
+    bounds = sorted({c for c in cuts if c < seq})
+    docs = np.diff([0, *bounds, seq]).tolist()
+    doc = np.repeat(np.arange(len(docs)), docs)
+    pos = CP.shard_positions(seq, cp, layout)
+    want = np.zeros((cp, cp), dtype=np.int64)
+    for r in range(cp):
+        for t in range(cp):
+            q, k = pos[r][:, None], pos[(r - t) % cp][None, :]
+            want[r, t] = ((k <= q) & (doc[q] == doc[k])).sum()
+    np.testing.assert_array_equal(CP.ring_work(seq, cp, layout, documents=docs), want)
+    if len(docs) == 1:
+        np.testing.assert_array_equal(want, CP.ring_work(seq, cp, layout))
+
+
+def test_documents_are_checked():
+    with pytest.raises(ValueError, match="documents must be lengths adding up to seq = 16"):
+        CP.ring_work(16, 4, "contiguous", documents=[8, 4])
+    with pytest.raises(ValueError, match="layout must be contiguous or zigzag with documents"):
+        CP.ring_work(16, 4, "striped", documents=[16])
+    with pytest.raises(ValueError, match="causal must be True with documents"):
+        CP.ring_work(16, 4, "zigzag", causal=False, documents=[16])
+    with pytest.raises(ValueError, match="documents entry must be an integer"):
+        CP.attention_seconds("allgather", 16, 4, documents=[8, 8.0])
+
+
+def test_forward_and_backward_run_at_their_own_rates():
+    """Regression: one 740 TFLOP/s best case used to price both passes."""
+    assert CP.ATTENTION_FORWARD_FLOPS_PER_S == 616e12  # FA3, Fig. 5d
+    assert CP.ATTENTION_BACKWARD_FLOPS_PER_S == 561e12  # FA3, Fig. 6
+    for scheme in ("ring", "allgather", "ulysses"):
+        one = CP.attention_seconds(scheme, 65536, 8, flops_per_s=5e14, backward_flops_per_s=5e14)
+        slow = CP.attention_seconds(scheme, 65536, 8, flops_per_s=5e14, backward_flops_per_s=2.5e14)
+        assert slow.forward == one.forward
+        fwd_compute = one.compute / (1 + CP.BACKWARD_FACTOR)
+        assert slow.compute == pytest.approx(fwd_compute * (1 + 2 * CP.BACKWARD_FACTOR))
+        assert slow.backward > one.backward
+    base = CP.attention_seconds("ring", 65536, 8)
+    ideal = CP.ideal_seconds(65536, 8)
+    assert base.compute == pytest.approx(ideal, rel=1e-3)  # zig-zag: balanced, hidden
+
+
+def test_ulysses_degree_is_the_largest_that_fits_heads_and_server():
+    """Regression: the hybrid's Ulysses degree lived untested in the notebook."""
+    assert CP.ulysses_degree(16, "llama3-8b", 1, "dgx-h100") == 8  # 8 kv heads, 8 GPUs
+    assert CP.ulysses_degree(16, "llama3-8b", 2, "dgx-h100") == 4  # 4 kv heads, 4 GPUs free
+    assert CP.ulysses_degree(16, "llama3-70b", 8, "dgx-h100") == 1  # 1 kv head per rank
+    assert CP.ulysses_degree(6, "llama3-8b", 1, "dgx-h100") == 2  # divides 6 and 8
+    assert CP.ulysses_degree(64, "llama3-8b", 1, "gb200-nvl72") == 8  # the kv heads bound
+    for cp in (1, 2, 4, 8, 16, 32, 64):
+        u = CP.ulysses_degree(cp, "llama3-8b", 1, "dgx-h100")
+        CP.attention_seconds("hybrid", 65536, cp, "llama3-8b", ulysses=u)  # runs
+    with pytest.raises(ValueError, match="cp must be an integer"):
+        CP.ulysses_degree(0)
+
+
+def test_layer_gemms_are_chapter_13s_model():
+    m = CP.model("llama3-405b")
+    seconds = CP.layer_gemm_seconds(8192, m, tp=8)
+    layer = compute.Layer(16384, 128, 8192, 8, 53248, swiglu=True)
+    timing = compute.layer_time(layer, 1, "H100-SXM", t=8, sp=True)
+    assert seconds == timing.seconds(kind="gemm")
+    gemm_flops = sum(p.flops for p in timing.parts if p.kind == "gemm")
+    assert gemm_flops == pytest.approx(3 * CP.layer_gemm_flops(8192, m, tp=8))
+    rate = gemm_flops / seconds
+    assert 0.5 * CP.PEAK_FLOPS_PER_S < rate < CP.PEAK_FLOPS_PER_S
+
+
+def test_activations_are_chapter_14s_count():
+    """Regression: chapters 8 and 14 counted the activations of the same models differently."""
+    for name in CP.MODELS:
+        m = CP.model(name)
+        pm = planner.Model(name, m.layers, m.hidden, m.heads, seq=4096, kv_heads=m.kv_heads,
+                           ffn=m.ffn, swiglu=True, positions=False)  # fmt: skip
+        for tp in (1, 8):
+            want = planner.activation_bytes(pm, 2, tp, "none", True, True)
+            assert CP.activation_bytes_per_rank(4096 * 4, 4, m, batch=2, tp=tp) == pytest.approx(
+                float(want), rel=1e-12)  # fmt: skip
+
+
+@given(
+    seq_k=st.sampled_from([1, 8, 128, 1024]),
+    cp=st.sampled_from([1, 2, 8, 64]),
+    name=st.sampled_from(list(CP.MODELS)),
+    fwd=st.floats(1e12, 1e15),
+    bwd=st.floats(1e12, 1e15),
+)
+@SETTINGS
+def test_ideal_and_gemm_times_are_finite_and_positive(seq_k, cp, name, fwd, bwd):
+    seq = 1024 * seq_k
+    t = CP.ideal_seconds(seq, cp, name, flops_per_s=fwd, backward_flops_per_s=bwd)
+    assert math.isfinite(t) and t > 0
+    g = CP.layer_gemm_seconds(max(1, seq // cp), name)
+    assert math.isfinite(g) and g > 0
+    a = CP.activation_bytes_per_rank(seq, cp, name)
+    assert math.isfinite(a) and a > 0
 
 
 # ------------------------------------------------------------------ figures
@@ -344,9 +475,16 @@ def test_ring_animation_shows_the_work_table(layout):
 def test_figures_build_and_reject_bad_data():
     viz.figure_spec(V.layouts_figure(16, 4))
     seqs = [1024, 2048]
-    viz.figure_spec(V.memory_figure(seqs, {"a": [1e9, 2e9]}))
+    spec = viz.figure_spec(V.memory_figure(seqs, {"a": [1e9, 2e9]}))
+    gpu_line = spec["data"][-1]  # the default GPU is memory's, an H100 SXM's 80 GB
+    assert gpu_line["y"] == [M.DEFAULT_GPU_BYTES / 1e9] * 2 == [80.0, 80.0]
+    assert gpu_line["name"] == "GPU memory (80 GB)"
     viz.figure_spec(V.scheme_figure([1, 2], {"ring": [1.0, float("nan")]}, "ms", "t"))
     viz.figure_spec(V.benchmark_figure(["x"], [0.5], [0.53]))
+    spec = viz.figure_spec(V.hybrid_figure([8, 1], {"a": [2.0, 1.0]}, {"a": [2.1, 1.2]}))
+    assert [tr["name"] for tr in spec["data"]] == ["a, measured", "a, model"]
+    with pytest.raises(ValueError, match="predicted must be the labels of measured"):
+        V.hybrid_figure([8, 1], {"a": [2.0, 1.0]}, {"b": [2.1, 1.2]})
     with pytest.raises(ValueError, match="2 values, one per x"):
         V.memory_figure(seqs, {"a": [1e9]})
     with pytest.raises(ValueError, match="seq must be an integer in"):

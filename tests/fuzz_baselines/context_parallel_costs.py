@@ -21,6 +21,8 @@ BASELINES = {
         ulysses=1,
         dtype_bytes=2,
         flops_per_s=4e14,
+        backward_flops_per_s=3e14,
+        documents=None,
     ),  # fmt: skip
     "overlap_threshold_tokens": call(
         "llama3-8b",
@@ -32,6 +34,11 @@ BASELINES = {
         causal=True,
         flops_per_s=4e14,
     ),  # fmt: skip
+    "ulysses_degree": call(16, "llama3-8b", 1, "dgx-h100"),
+    "ideal_seconds": call(
+        131072, 16, "llama3-70b", tp=8, batch=1, flops_per_s=6e14, backward_flops_per_s=5e14
+    ),  # fmt: skip
+    "layer_gemm_seconds": call(8192, "llama3-405b", tp=8, batch=1, gpu="H100-SXM"),
     "activation_bytes_per_rank": call(
         131072, 8, "llama3-8b", batch=1, tp=1, flash_attention=True
     ),  # fmt: skip

@@ -9,7 +9,7 @@ Q, K, V = RNG.standard_normal((3, 2, 8, 4))  # (heads, s, head_dim)
 BASELINES = {
     "chunks_per_rank": call("zigzag"),
     "shard_positions": call(16, 4, "zigzag"),
-    "ring_work": call(4096, 8, "contiguous", causal=True),
+    "ring_work": call(4096, 8, "contiguous", causal=True, documents=[1024, 3072]),
     "balance": call(ring.ring_work(64, 4, "contiguous")),
     "ring_attention": call(Q, K, V, 2, causal=True, layout="zigzag"),
 }

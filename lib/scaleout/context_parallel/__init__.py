@@ -10,7 +10,8 @@ builds on this package. Arrays have shape ``(heads, sequence, head_dim)``.
 * :mod:`~scaleout.context_parallel.ulysses`: DeepSpeed-Ulysses (all-to-all from sequence
   to heads and back) and all-gather context parallelism (Llama 3's).
 * :mod:`~scaleout.context_parallel.costs`: bytes and time per layer of each scheme with
-  overlap, and activation memory per rank.
+  overlap, the hybrid's Ulysses degree, perfect scaling, the layer's GEMMs (chapter 13's
+  compute model) and activation memory per rank (chapter 14's count).
 * :mod:`~scaleout.context_parallel.network`: the network pricing they use, chapter 10's
   NCCL model, in one place.
 """
@@ -24,7 +25,8 @@ from .attention import (
     merge,
 )
 from .costs import (
-    ATTENTION_FLOPS_PER_S,
+    ATTENTION_BACKWARD_FLOPS_PER_S,
+    ATTENTION_FORWARD_FLOPS_PER_S,
     BACKWARD_FACTOR,
     FLOPS_RANGE,
     MAX_BATCH,
@@ -36,15 +38,19 @@ from .costs import (
     activation_bytes_per_rank,
     attention_flops,
     attention_seconds,
+    ideal_seconds,
     layer_gemm_flops,
+    layer_gemm_seconds,
     model,
     overlap_threshold_tokens,
     traffic_bytes,
+    ulysses_degree,
 )
 from .network import NETWORKS, TRANSFERS, cluster, ranks_per_node, transfer_seconds
 from .ring import (
     LAYOUTS,
     MAX_CP,
+    MAX_DOCUMENTS,
     MAX_SEQ,
     balance,
     chunks_per_rank,
@@ -55,12 +61,14 @@ from .ring import (
 from .ulysses import allgather_attention, heads_to_sequence, sequence_to_heads, ulysses_attention
 
 __all__ = [
-    "ATTENTION_FLOPS_PER_S",
+    "ATTENTION_BACKWARD_FLOPS_PER_S",
+    "ATTENTION_FORWARD_FLOPS_PER_S",
     "BACKWARD_FACTOR",
     "FLOPS_RANGE",
     "LAYOUTS",
     "MAX_BATCH",
     "MAX_CP",
+    "MAX_DOCUMENTS",
     "MAX_SEQ",
     "MODELS",
     "NETWORKS",
@@ -82,7 +90,9 @@ __all__ = [
     "chunks_per_rank",
     "cluster",
     "heads_to_sequence",
+    "ideal_seconds",
     "layer_gemm_flops",
+    "layer_gemm_seconds",
     "merge",
     "model",
     "overlap_threshold_tokens",
@@ -94,4 +104,5 @@ __all__ = [
     "traffic_bytes",
     "transfer_seconds",
     "ulysses_attention",
+    "ulysses_degree",
 ]

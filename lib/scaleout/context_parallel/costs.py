@@ -24,12 +24,23 @@ attention core:
 
 Compute: 4 d FLOPs per visible query-key pair and head forward (QK^T and PV, FlashAttention-2,
 Dao 2023, Sec. 4.1), 2.5 times that backward (five matrix products instead of two, same
-source), at ``flops_per_s`` (default
-:data:`~scaleout.context_parallel.costs.ATTENTION_FLOPS_PER_S`). The pairs per step come from
-:func:`~scaleout.context_parallel.ring_work`. Transfers are priced by
-:func:`~scaleout.context_parallel.transfer_seconds` (chapter 10's NCCL model). Not modelled: kernel
-launch and merge costs, the lower efficiency of the small blocks a balanced layout cuts, contention
-between the transfer and the kernel for memory bandwidth.
+source), the forward at ``flops_per_s`` (default
+:data:`~scaleout.context_parallel.costs.ATTENTION_FORWARD_FLOPS_PER_S`) and the backward at
+``backward_flops_per_s`` (default
+:data:`~scaleout.context_parallel.costs.ATTENTION_BACKWARD_FLOPS_PER_S`): FlashAttention-3's
+measured rates on an H100, one per pass. The pairs per step come from
+:func:`~scaleout.context_parallel.ring_work` (with ``documents``, a causal mask per packed
+document). Transfers are priced by :func:`~scaleout.context_parallel.transfer_seconds` (chapter
+10's NCCL model). Not modelled: kernel launch and merge costs, the lower efficiency of the small
+blocks a balanced layout cuts, contention between the transfer and the kernel for memory
+bandwidth, and all-gathers split into head groups so that one overlaps the previous group's
+attention (zhuzilin/ring-flash-attention's ``llama3_flash_attn_varlen_func``): the model exposes
+the whole all-gather.
+
+The rest of the layer: :func:`~scaleout.context_parallel.layer_gemm_seconds` prices its weight
+GEMMs for the rank's tokens with chapter 13's compute model (:func:`scaleout.compute.layer_time`),
+:func:`~scaleout.context_parallel.activation_bytes_per_rank` counts its activations with chapter
+14's count (:func:`scaleout.planner.step.activation_bytes`).
 
 Limits: ``seq`` at most :data:`~scaleout.context_parallel.ring.MAX_SEQ`, ``cp`` at most
 :data:`~scaleout.context_parallel.ring.MAX_CP`, ``batch`` at most
@@ -43,14 +54,15 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from .. import checks
-from .. import memory as mem
+from .. import checks, compute
+from .. import planner as PL
 from ..tensor_parallel import H100_SXM_BF16_DENSE_FLOPS
 from .network import cluster, transfer_seconds
 from .ring import LAYOUTS, MAX_CP, MAX_SEQ, ring_work
 
 __all__ = [
-    "ATTENTION_FLOPS_PER_S",
+    "ATTENTION_BACKWARD_FLOPS_PER_S",
+    "ATTENTION_FORWARD_FLOPS_PER_S",
     "BACKWARD_FACTOR",
     "FLOPS_RANGE",
     "MAX_BATCH",
@@ -62,10 +74,13 @@ __all__ = [
     "activation_bytes_per_rank",
     "attention_flops",
     "attention_seconds",
+    "ideal_seconds",
     "layer_gemm_flops",
+    "layer_gemm_seconds",
     "model",
     "overlap_threshold_tokens",
     "traffic_bytes",
+    "ulysses_degree",
 ]
 
 #: The context-parallel schemes priced (module docstring).
@@ -74,10 +89,17 @@ SCHEMES = ("ring", "ulysses", "allgather", "hybrid")
 MAX_BATCH = 4096
 #: Backward FLOPs over forward FLOPs of attention (FlashAttention-2, Dao 2023, Sec. 4.1).
 BACKWARD_FACTOR = 2.5
-#: The attention kernel rate, FLOP/s. FlashAttention-3 reaches "up to 740 TFLOPs/s (75%
-#: utilization)" in 16-bit on an H100 SXM (Shah et al. 2024, arXiv 2407.08608, abstract), the
-#: best case (forward, long sequences).
-ATTENTION_FLOPS_PER_S = 740e12
+#: The attention kernel's forward rate in FLOP/s, FlashAttention-3's in BF16/FP16 on an H100
+#: SXM5 with the causal mask, head dimension 128, 16K tokens, 616 TFLOP/s (Shah et al. 2024,
+#: arXiv 2407.08608, Fig. 5d; the figure is also ``assets/flash3_fp16_fwd.png`` of
+#: Dao-AILab/flash-attention). The paper's "up to 740 TFLOPs/s" is the forward without the mask
+#: at head dimension 256 (756 in Fig. 5e), a best case no Llama layer reaches.
+ATTENTION_FORWARD_FLOPS_PER_S = 616e12
+#: The attention kernel's backward rate in FLOP/s (FLOPs counted as 2.5 x the forward's),
+#: FlashAttention-3's backward at head dimension 128 and 16K tokens, 561 TFLOP/s (Shah et al. 2024,
+#: Fig. 6). The paper measures the backward without the causal mask only; with it the kernel
+#: runs somewhat slower (the forward loses 5 %, 648 -> 616), so this rate is optimistic.
+ATTENTION_BACKWARD_FLOPS_PER_S = 561e12
 #: Range of FLOP rates accepted (1 GFLOP/s to 1 EFLOP/s per GPU).
 FLOPS_RANGE = (1e9, 1e18)
 #: The H100 SXM's dense bf16 peak (datasheet), for utilisation figures.
@@ -228,31 +250,43 @@ def traffic_bytes(scheme, seq, cp, m="llama3-8b", tp=1, batch=1, dtype_bytes=2, 
     return ring_fwd + a2a, ring_bwd + a2a
 
 
+def _rates(flops_per_s, backward_flops_per_s):
+    fwd = checks.real("flops_per_s", flops_per_s, *FLOPS_RANGE)
+    bwd = checks.real("backward_flops_per_s", backward_flops_per_s, *FLOPS_RANGE)
+    return fwd, bwd
+
+
 def attention_seconds(scheme, seq, cp, m="llama3-8b", net="dgx-h100", tp=1, batch=1,
                       layout="zigzag", ulysses=1, dtype_bytes=2,
-                      flops_per_s=ATTENTION_FLOPS_PER_S) -> AttentionTime:  # fmt: skip
+                      flops_per_s=ATTENTION_FORWARD_FLOPS_PER_S,
+                      backward_flops_per_s=ATTENTION_BACKWARD_FLOPS_PER_S,
+                      documents=None) -> AttentionTime:  # fmt: skip
     """One layer's attention core under ``scheme`` on ``cp`` ranks of ``net`` (every
     ``tp``-th GPU, after tensor parallelism), forward and backward, with the overlap of
     the module docstring: a ring step lasts max(block compute, transfer), the last one
     compute only (backward: plus the final K/V-gradient transfer home); all-to-alls and
-    all-gathers add their time. ``layout`` shards the ring's sequence."""
+    all-gathers add their time. ``layout`` shards the ring's sequence; ``documents``
+    (lengths adding up to ``seq``) packs documents with a causal mask each
+    (:func:`~scaleout.context_parallel.ring_work`). The forward computes at
+    ``flops_per_s``, the backward at ``backward_flops_per_s``."""
     scheme, seq, cp, batch, dtype_bytes, layout = _common(scheme, seq, cp, batch, dtype_bytes,
                                                           layout)  # fmt: skip
     m, heads, kv, u, r = _shape(m, tp, cp, scheme, ulysses)
     net = cluster(net)
-    rate = checks.real("flops_per_s", flops_per_s, *FLOPS_RANGE)
+    rate, back_rate = _rates(flops_per_s, backward_flops_per_s)
+    slower = BACKWARD_FACTOR * rate / back_rate  # backward seconds per forward second
     fwd_bytes, bwd_bytes = traffic_bytes(scheme, seq, cp, m, tp, batch, dtype_bytes, u)
     per_pair = 4.0 * m.head_dim * (heads / u) * batch / rate  # seconds per visible pair
     if scheme == "allgather":
-        work = ring_work(seq, cp, layout)
+        work = ring_work(seq, cp, layout, documents=documents)
         compute = float(work.sum(axis=1).max()) * per_pair  # each rank: its queries, all keys
         gathered = 2.0 * seq * kv * batch * m.head_dim * dtype_bytes
         ag = transfer_seconds("allgather", gathered, cp, net, tp)
         rs = transfer_seconds("reducescatter", gathered, cp, net, tp)
-        fwd, bwd = ag + compute, ag + BACKWARD_FACTOR * compute + rs
-        both = (1 + BACKWARD_FACTOR) * compute
-        return AttentionTime(scheme, fwd, bwd, both, 2 * ag + rs, fwd + bwd - both, fwd_bytes,
-                             bwd_bytes)  # fmt: skip
+        fwd, bwd = ag + compute, ag + slower * compute + rs
+        both = (1 + slower) * compute
+        return AttentionTime(scheme, fwd, bwd, both, 2 * ag + rs, max(0.0, fwd + bwd - both),
+                             fwd_bytes, bwd_bytes)  # fmt: skip
     # Ulysses part (u ranks, innermost after tensor parallelism): both all-to-alls, each pass.
     value = batch * m.head_dim * dtype_bytes
     qkv = (seq / cp) * (heads + 2 * kv) * value
@@ -260,13 +294,13 @@ def attention_seconds(scheme, seq, cp, m="llama3-8b", net="dgx-h100", tp=1, batc
     a2a = transfer_seconds("alltoall", qkv, u, net, tp) + transfer_seconds("alltoall", out, u,
                                                                              net, tp)  # fmt: skip
     # Ring part (r ranks of stride tp * u).
-    steps = ring_work(seq, r, layout).max(axis=0) * per_pair  # busiest rank per step
+    steps = ring_work(seq, r, layout, documents=documents).max(axis=0) * per_pair  # busiest rank
     block = 2.0 * (seq / r) * (kv / u) * value
     hop = transfer_seconds("p2p", block, r, net, tp * u)
     fwd = float(np.maximum(steps[:-1], hop).sum() + steps[-1]) + a2a
-    back = BACKWARD_FACTOR * steps
+    back = slower * steps
     bwd = float(np.maximum(back[:-1], 2 * hop).sum() + back[-1]) + (hop if r > 1 else 0.0) + a2a
-    compute = float(steps.sum() * (1 + BACKWARD_FACTOR))
+    compute = float(steps.sum() * (1 + slower))
     comm = 2 * a2a + (r - 1) * hop + (2 * r - 1) * hop if r > 1 else 2 * a2a
     return AttentionTime(scheme, fwd, bwd, compute, comm, max(0.0, fwd + bwd - compute),
                          fwd_bytes, bwd_bytes)  # fmt: skip
@@ -274,10 +308,12 @@ def attention_seconds(scheme, seq, cp, m="llama3-8b", net="dgx-h100", tp=1, batc
 
 def overlap_threshold_tokens(m="llama3-8b", net="dgx-h100", tp=1, cross_node=False, batch=1,
                              dtype_bytes=2, causal=True,
-                             flops_per_s=ATTENTION_FLOPS_PER_S) -> float:  # fmt: skip
-    """Fewest tokens per rank n = s/cp at which a ring step's K/V transfer hides behind its
-    block: transfer(2 n g d B bytes) <= k n^2 d a 4 / F (k = 1/2 for a balanced causal step,
-    1 without the mask), with the transfer priced by
+                             flops_per_s=ATTENTION_FORWARD_FLOPS_PER_S) -> float:  # fmt: skip
+    """Fewest tokens per rank n = s/cp at which a forward ring step's K/V transfer hides
+    behind its block: transfer(2 n g d B bytes) <= k n^2 d a 4 / F (k = 1/2 for a balanced
+    causal step, 1 without the mask; F the forward rate: a backward step, 2.5 times the
+    FLOPs against two transfers, hides sooner whenever the backward rate is at most 1.25 F,
+    as FlashAttention-3's is), with the transfer priced by
     :func:`~scaleout.context_parallel.transfer_seconds` (``"p2p"``, inside a server or, with
     ``cross_node``, between two) and solved by bisection. For multi-head attention without
     the mask and 2-byte values it is Liu et al.'s condition, block size >= F / bandwidth
@@ -309,16 +345,70 @@ def overlap_threshold_tokens(m="llama3-8b", net="dgx-h100", tp=1, cross_node=Fal
     return high
 
 
+def ulysses_degree(cp, m="llama3-8b", tp=1, net="dgx-h100") -> int:
+    """The Ulysses degree of the hybrid (USP) on ``cp`` ranks: the largest divisor u of cp
+    that divides the query and key/value heads per rank (after ``tp``-way tensor
+    parallelism) and whose u ranks fit in one server of ``net`` next to the tensor-parallel
+    group (u x tp <= GPUs per server), so the all-to-alls stay on NVLink and the ring of
+    cp / u ranks crosses the servers (Fang & Zhao 2024, Sec. 3: Ulysses inside, ring
+    across). 1 when nothing larger fits: the hybrid is then a plain ring."""
+    cp = checks.integer("cp", cp, 1, MAX_CP)
+    m, heads, kv, _, _ = _shape(m, tp, 1, "ring", 1)
+    room = max(1, cluster(net).gpus_per_node // int(tp))
+    return max(u for u in range(1, min(cp, room) + 1)
+               if cp % u == 0 and heads % u == 0 and kv % u == 0)  # fmt: skip
+
+
+def ideal_seconds(seq, cp, m="llama3-8b", tp=1, batch=1,
+                  flops_per_s=ATTENTION_FORWARD_FLOPS_PER_S,
+                  backward_flops_per_s=ATTENTION_BACKWARD_FLOPS_PER_S) -> float:  # fmt: skip
+    """Perfect scaling of one layer's causal attention core: its forward FLOPs
+    (:func:`~scaleout.context_parallel.attention_flops`) over cp ranks at ``flops_per_s``
+    plus 2.5 times them at ``backward_flops_per_s``, nothing exposed. The efficiency of a
+    scheme is this over its :attr:`AttentionTime.total`."""
+    cp = checks.integer("cp", cp, 1, MAX_CP)
+    flops = attention_flops(seq, m, batch, tp)
+    rate, back_rate = _rates(flops_per_s, backward_flops_per_s)
+    return float(flops / cp * (1 / rate + BACKWARD_FACTOR / back_rate))
+
+
+def layer_gemm_seconds(tokens, m="llama3-8b", tp=1, batch=1, gpu="H100-SXM") -> float:
+    """Forward plus backward seconds of one layer's weight GEMMs (Q, K, V, output
+    projection, SwiGLU MLP) for ``tokens`` tokens per sequence on one of ``tp``
+    tensor-parallel GPUs, from chapter 13's compute model: :func:`scaleout.compute.layer_time`
+    (tile and wave quantization at a measured ceiling) of a
+    :class:`scaleout.compute.Layer` of the model's shape, its ``"gemm"`` parts. The same
+    FLOPs as 3 x :func:`~scaleout.context_parallel.layer_gemm_flops`."""
+    m = model(m)
+    tokens = checks.integer("tokens", tokens, 1, compute.MAX_DIM)
+    batch = checks.integer("batch", batch, 1, compute.MAX_MICROBATCH)
+    layer = compute.Layer(m.hidden, m.heads, tokens, m.kv_heads, m.ffn, swiglu=True)
+    timing = compute.layer_time(layer, batch, gpu, t=tp, sp=True, flash=True)
+    return float(timing.seconds(kind="gemm"))
+
+
+def _planner_model(m: AttentionShape) -> PL.Model:
+    """The model as chapter 14 describes it (rotary positions, untied embeddings; the
+    vocabulary, Llama 3's 128,000 of Table 3, does not enter the activations)."""
+    return PL.Model(m.name, m.layers, m.hidden, m.heads, seq=1, vocab=128000,
+                    kv_heads=m.kv_heads, ffn=m.ffn, swiglu=True, tied_embeddings=False,
+                    positions=False)  # fmt: skip
+
+
 def activation_bytes_per_rank(seq, cp, m="llama3-8b", batch=1, tp=1, flash_attention=True):
     """Activation bytes one layer keeps per rank for the backward pass, with the sequence
     split over ``cp`` ranks (and ``tp``-way tensor parallelism with sequence parallelism).
 
-    Korthikanti et al. 2022, Table 2, on the rank's s/cp tokens
-    (:func:`scaleout.memory.activation_bytes_per_layer`, selective: 34 (s/cp) b h / t for
-    everything but the attention core), plus the core: FlashAttention's one fp32 statistic
-    per query row and head, 4 a (s/cp) b / t (ring and Ulysses attention are built on it);
-    without FlashAttention the score-sized tensors 5 a (s/cp) s b / t, each local query row
-    against all s keys. (The formula assumes a 4h MLP; a SwiGLU model differs a little.)"""
+    Everything but the attention core is chapter 14's count,
+    :func:`scaleout.planner.step.activation_bytes` with selective recomputation (Korthikanti et
+    al. 2022, Table 2, term by term for grouped-query attention and a SwiGLU MLP), on the
+    rank's s/cp tokens: linear in them, so it is taken per token and multiplied. It keeps
+    Table 2's two 1-byte dropout masks per token and hidden unit, which Llama, trained
+    without dropout, does not have: 2 of its 36 bytes per token and hidden unit for Llama 3
+    8B without tensor parallelism, an overcount of 6 %. The core is this chapter's:
+    FlashAttention's one fp32 statistic per query row and head, 4 a (s/cp) b / t (ring and
+    Ulysses attention are built on it); without FlashAttention the score-sized tensors
+    5 a (s/cp) s b / t, each local query row against all s keys."""
     seq = checks.integer("seq", seq, 1, MAX_SEQ)
     cp = checks.integer("cp", cp, 1, MAX_CP)
     if seq % cp:
@@ -328,7 +418,6 @@ def activation_bytes_per_rank(seq, cp, m="llama3-8b", batch=1, tp=1, flash_atten
     tp = checks.integer("tp", tp, 1, 1024)
     flash = checks.boolean("flash_attention", flash_attention)
     local = seq // cp
-    linear = mem.activation_bytes_per_layer(local, batch, m.hidden, m.heads, "selective", tp,
-                                            sequence_parallel=True)  # fmt: skip
+    per_token = PL.activation_bytes(_planner_model(m), batch, tp, "selective", True, flash)
     core = 4.0 * m.heads * local * batch / tp if flash else 5.0 * m.heads * local * seq * batch / tp
-    return float(checks.finite_result("activation bytes", linear + core))
+    return float(checks.finite_result("activation bytes", float(per_token) * local + core))

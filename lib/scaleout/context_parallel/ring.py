@@ -43,6 +43,7 @@ from .attention import Partial, _qkv, block_attention, causal_mask, merge
 __all__ = [
     "LAYOUTS",
     "MAX_CP",
+    "MAX_DOCUMENTS",
     "MAX_SEQ",
     "balance",
     "chunks_per_rank",
@@ -57,6 +58,9 @@ LAYOUTS = ("contiguous", "zigzag", "striped")
 MAX_CP = 1024
 #: Longest sequence the work and cost formulas take, in tokens (16M).
 MAX_SEQ = 2**24
+#: Most documents packed into one sequence (``documents`` of
+#: :func:`~scaleout.context_parallel.ring_work`).
+MAX_DOCUMENTS = 4096
 
 
 def chunks_per_rank(layout: str) -> int:
@@ -117,7 +121,21 @@ def _visible_pairs(qa, ql, ka, kl):
     return prefix(lo + ql - 1) - prefix(lo - 1)
 
 
-def ring_work(seq, cp, layout="zigzag", causal=True) -> np.ndarray:
+def _document_bounds(documents, seq):
+    """(starts, ends) of the packed documents, checked: positive integer lengths adding up
+    to ``seq``, at most :data:`MAX_DOCUMENTS` of them."""
+    if isinstance(documents, str | bytes) or not isinstance(documents, list | tuple | np.ndarray):
+        raise checks.fail("documents", "a sequence of document lengths (tokens)", documents)
+    if not 1 <= len(documents) <= MAX_DOCUMENTS:
+        raise checks.fail("documents", f"1 to {MAX_DOCUMENTS} document lengths", len(documents))
+    lengths = [checks.integer("documents entry", x, 1, MAX_SEQ) for x in documents]
+    if sum(lengths) != seq:
+        raise checks.fail("documents", f"lengths adding up to seq = {seq}", sum(lengths))
+    ends = np.cumsum(np.asarray(lengths, dtype=np.int64))
+    return ends - np.asarray(lengths, dtype=np.int64), ends
+
+
+def ring_work(seq, cp, layout="zigzag", causal=True, documents=None) -> np.ndarray:
     """``work[r, t]``: query-key pairs (per head and sequence) that rank r computes at ring
     step t, when it holds the keys of rank (r - t) mod cp; (cp, cp) int64, exact.
 
@@ -126,9 +144,22 @@ def ring_work(seq, cp, layout="zigzag", causal=True) -> np.ndarray:
     n^2 on ranks r >= t and 0 on the others; zigzag n(n+1)/2 at t = 0 and n^2/2 at every
     later step, on every rank; striped n(n+1)/2 where the keys come from a rank <= r,
     n(n-1)/2 where they come from a later one. Runs of positions are counted in closed
-    form, so long sequences cost nothing."""
+    form, so long sequences cost nothing.
+
+    ``documents`` (lengths adding up to ``seq``; contiguous and zigzag layouts, causal
+    only) packs several documents into the sequence with a block-diagonal causal mask: a
+    pair counts only when query and key lie in the same document (the packing of
+    ``flash_attn_varlen_func``; Llama 3 masks across documents, arXiv 2407.21783, Sec.
+    3.2). Each run of positions is cut at the document bounds and counted as above."""
     seq, cp, layout = _sizes(seq, cp, layout)
     causal = checks.boolean("causal", causal)
+    bounds = None
+    if documents is not None:
+        bounds = _document_bounds(documents, seq)
+        if not causal:
+            raise checks.fail("causal", "True with documents (a causal mask per document)", causal)
+        if layout == "striped":
+            raise checks.fail("layout", "contiguous or zigzag with documents", layout)
     n = seq // cp
     if not causal:
         return np.full((cp, cp), n * n, dtype=np.int64)
@@ -139,7 +170,14 @@ def ring_work(seq, cp, layout="zigzag", causal=True) -> np.ndarray:
     starts, lengths = _runs(seq, cp, layout)
     qa, ql = starts[r][..., :, None], lengths[r][..., :, None]  # (cp, 1, k, 1)
     ka, kl = starts[src][..., None, :], lengths[src][..., None, :]  # (cp, cp, 1, k)
-    return _visible_pairs(qa, ql, ka, kl).sum(axis=(2, 3)).astype(np.int64)
+    if bounds is None:
+        return _visible_pairs(qa, ql, ka, kl).sum(axis=(2, 3)).astype(np.int64)
+    work = np.zeros((cp, cp), dtype=np.int64)
+    for lo, hi in zip(*bounds, strict=True):  # the runs' parts inside one document
+        qs, ks = np.clip(qa, lo, hi), np.clip(ka, lo, hi)
+        qe, ke = np.clip(qa + ql, lo, hi), np.clip(ka + kl, lo, hi)
+        work += _visible_pairs(qs, qe - qs, ks, ke - ks).sum(axis=(2, 3)).astype(np.int64)
+    return work
 
 
 def balance(work) -> dict:

@@ -17,6 +17,7 @@ import plotly.graph_objects as go
 
 from .. import checks
 from .. import context_parallel as CP
+from .. import memory as M
 from .animate import animation
 from .theme import NEUTRAL, new_figure, rank_color
 
@@ -190,9 +191,12 @@ def _dash(k: int) -> str:
     return ("solid", "dash", "dot", "dashdot", "longdash", "longdashdot")[k % 6]
 
 
-def memory_figure(seqs, series, gpu_bytes: float = 80e9, title: str = "") -> go.Figure:
+def memory_figure(
+    seqs, series, gpu_bytes: float = M.DEFAULT_GPU_BYTES, title: str = ""
+) -> go.Figure:
     """Activation bytes per rank against sequence length, one curve per entry of
-    ``series`` (label -> bytes per sequence length), with the GPU's memory as a line."""
+    ``series`` (label -> bytes per sequence length), with the GPU's memory as a line
+    (``gpu_bytes``, default :data:`scaleout.memory.DEFAULT_GPU_BYTES`, an H100 SXM's)."""
     s = checks.array("seqs", seqs, ndim=1, integer=True, low=1, max_size=MAX_POINTS)
     curves = _series("series", series, s.size)
     gpu = checks.positive("gpu_bytes", gpu_bytes, 1e15)
@@ -266,4 +270,33 @@ def benchmark_figure(labels, measured, predicted, title: str = "") -> go.Figure:
     fig.add_bar(x=list(labels), y=p.tolist(), name="model", marker_color=NEUTRAL,
                 marker_line=dict(color="#444444", width=1),
                 hovertemplate="%{x}: %{y:.1%}<extra>model</extra>")  # fmt: skip
+    return fig
+
+
+def hybrid_figure(degrees, measured, predicted, title: str = "") -> go.Figure:
+    """Measured and modelled throughput of the hybrid (USP) against its Ulysses degree, on a
+    fixed number of GPUs (ring degree = GPUs / Ulysses degree): ``measured`` and
+    ``predicted`` map the same labels (one per ring layout) to iterations per second, one
+    value per degree. Measured solid, model dashed, one colour per label."""
+    x = checks.array("degrees", degrees, ndim=1, integer=True, low=1, max_size=MAX_POINTS)
+    got = _series("measured", measured, x.size)
+    model = _series("predicted", predicted, x.size)
+    if list(got) != list(model):
+        raise checks.fail("predicted", f"the labels of measured ({list(got)})", list(model))
+    checks.instance("title", title, str)
+    fig = new_figure(
+        height=440, title_text=title or "Hybrid attention: measured and modelled throughput",
+        xaxis=dict(title="Ulysses degree (ring degree = GPUs / Ulysses degree)", type="log",
+                   tickvals=x.tolist(), ticktext=[str(v) for v in x.tolist()]),
+        yaxis=dict(title="throughput (iterations per second)", rangemode="tozero"),
+        legend=dict(orientation="h", y=-0.22, x=0), margin=dict(l=70, r=20, t=80, b=120),
+    )  # fmt: skip
+    for k, label in enumerate(got):
+        for name, series, dash in (("measured", got, "solid"), ("model", model, "dash")):
+            fig.add_scatter(
+                x=x.tolist(), y=series[label].tolist(), mode="lines+markers",
+                name=f"{label}, {name}", line=dict(color=rank_color(k), dash=dash),
+                marker=dict(symbol="circle" if name == "measured" else "x"),
+                hovertemplate="Ulysses %{x}: %{y:.3g} it/s<extra>" + f"{label}, {name}</extra>",
+            )  # fmt: skip
     return fig
