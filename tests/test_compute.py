@@ -226,15 +226,21 @@ def test_validation_rows_roles_and_numbers():
 
 def test_korthikanti_table4_held_out_rows():
     rows = V.layer_rows()
-    assert [r.measurement.combined_ms for r in rows] == pytest.approx([19.6, 19.0, 27.2, 20.9, 20.3])
+    assert [r.measurement.combined_ms for r in rows] == pytest.approx(
+        [19.6, 19.0, 27.2, 20.9, 20.3]
+    )
     by = {r.measurement.experiment: r for r in rows}
     base, full = by["baseline, no recompute"], by["baseline with full recompute"]
     # full recomputation runs the forward (and its collectives) again inside the backward
-    assert full.compute_backward_ms == pytest.approx(base.compute_backward_ms + base.compute_forward_ms)
+    assert full.compute_backward_ms == pytest.approx(
+        base.compute_backward_ms + base.compute_forward_ms
+    )
     assert full.comm_backward_ms == pytest.approx(base.comm_backward_ms + base.comm_forward_ms)
     # sequence parallelism shortens the forward, in the model as in the table
     sp = by["sequence parallelism"]
-    assert sp.forward_ms < base.forward_ms and sp.measurement.forward_ms < base.measurement.forward_ms
+    assert (
+        sp.forward_ms < base.forward_ms and sp.measurement.forward_ms < base.measurement.forward_ms
+    )
     summary = V.layer_summary()
     assert summary.count == 5 and summary.rank_correlation == 1.0
     assert summary.overhead_rank_correlation == 1.0

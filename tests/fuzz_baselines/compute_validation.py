@@ -11,8 +11,13 @@ BASELINES = {
     "summary": call("held-out"),
     "LayerRow": call(P.KORTHIKANTI_TABLE4[0], 5.4, 9.7, 1.6, 0.0),
     "layer_rows": call(),
-    "LayerSummary": call(5, {"forward": 0.1, "backward": 0.2, "combined": 0.15},
-                         {"forward": 0.1, "backward": 0.2, "combined": 0.15}, 1.0, 1.0),
+    "LayerSummary": call(
+        5,
+        {"forward": 0.1, "backward": 0.2, "combined": 0.15},
+        {"forward": 0.1, "backward": 0.2, "combined": 0.15},
+        1.0,
+        1.0,
+    ),
     "layer_summary": call(),
 }
 NONFINITE_OK = {

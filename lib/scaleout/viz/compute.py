@@ -251,8 +251,13 @@ def layer_validation(rows, title: str = "") -> go.Figure:
     for row in rows:
         checks.instance("rows", row, LayerRow, "validation.LayerRow records")
     title = _title(title)
-    fig = make_subplots(rows=1, cols=2, shared_yaxes=True, horizontal_spacing=0.04,
-                        subplot_titles=("forward", "backward (recomputation included)"))
+    fig = make_subplots(
+        rows=1,
+        cols=2,
+        shared_yaxes=True,
+        horizontal_spacing=0.04,
+        subplot_titles=("forward", "backward (recomputation included)"),
+    )
     fig.update_layout(template=template())
     x = [_wrap(r.measurement.experiment) for r in rows]
     for col, phase in ((1, "forward"), (2, "backward")):
@@ -261,12 +266,30 @@ def layer_validation(rows, title: str = "") -> go.Figure:
         comp = [getattr(r, f"compute_{phase}_ms") for r in rows]
         comm = [getattr(r, f"comm_{phase}_ms") for r in rows]
         err = [f"{r.error(phase):+.0%}" for r in rows]
-        fig.add_bar(x=x, y=measured, name="measured (Korthikanti et al.)", offsetgroup="m",
-                    marker_color=NEUTRAL, showlegend=first, legendgroup="m",
-                    hovertemplate="%{x}: %{y:.3g} ms measured<extra></extra>", row=1, col=col)
-        fig.add_bar(x=x, y=comp, name="model: compute", offsetgroup="p",
-                    marker_color=rank_color(0), showlegend=first, legendgroup="c",
-                    hovertemplate="%{x}: %{y:.3g} ms of compute<extra></extra>", row=1, col=col)
+        fig.add_bar(
+            x=x,
+            y=measured,
+            name="measured (Korthikanti et al.)",
+            offsetgroup="m",
+            marker_color=NEUTRAL,
+            showlegend=first,
+            legendgroup="m",
+            hovertemplate="%{x}: %{y:.3g} ms measured<extra></extra>",
+            row=1,
+            col=col,
+        )
+        fig.add_bar(
+            x=x,
+            y=comp,
+            name="model: compute",
+            offsetgroup="p",
+            marker_color=rank_color(0),
+            showlegend=first,
+            legendgroup="c",
+            hovertemplate="%{x}: %{y:.3g} ms of compute<extra></extra>",
+            row=1,
+            col=col,
+        )
         fig.add_bar(x=x, y=comm, base=comp, name="model: exposed TP communication",
                     offsetgroup="p", marker_color=rank_color(1), showlegend=first,
                     legendgroup="t", text=err, textposition="outside",

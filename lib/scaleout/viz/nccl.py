@@ -211,8 +211,9 @@ def choice_map(topo, nodes: Sequence[int], collective: str = "allreduce", sizes=
     return fig
 
 
-def validation_figure(rows: Sequence[Mapping],
-                      title: str = "NCCL's model against published measurements") -> go.Figure:
+def validation_figure(
+    rows: Sequence[Mapping], title: str = "NCCL's model against published measurements"
+) -> go.Figure:
     """Measured (x) against predicted (y) values, one marker per row (``label``,
     ``measured``, ``predicted``, ``kind``: "busbw" in GB/s or "time" in us), with the
     y = x line and a +-20 % band."""
@@ -249,8 +250,9 @@ def validation_figure(rows: Sequence[Mapping],
     return fig
 
 
-def validation_table(rows: Sequence[Mapping],
-                     title: str = "measured against predicted, one row per published run"):
+def validation_table(
+    rows: Sequence[Mapping], title: str = "measured against predicted, one row per published run"
+):
     """The validation rows as a table: setup, what was measured, measured, predicted, error,
     NCCL's choice in the model, and the source."""
     rows = _check_rows(rows)
