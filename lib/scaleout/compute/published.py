@@ -162,7 +162,8 @@ class LayerMeasurement:
         return self.forward_ms + self.backward_ms
 
 
-#: The layer of Table 4: (hidden, heads, seq, micro-batch, tensor-parallel size, GPU row).
+#: The layer of Korthikanti et al.'s Table 4 (hidden, heads, seq, micro-batch b,
+#: tensor-parallel t, GPU row).
 KORTHIKANTI_LAYER = {"hidden": 6144, "heads": 64, "seq": 2048, "b": 4, "t": 8,
                      "gpu": "A100-80GB"}  # fmt: skip
 

@@ -216,7 +216,7 @@ def layer_rows() -> tuple[LayerRow, ...]:
 
 @dataclass(frozen=True)
 class LayerSummary:
-    """Error and skill of the layer model on Table 4: median and largest |error| of the
+    """Error and skill of the layer model on Table 4: median and largest absolute error of the
     forward, backward and combined times, the rank correlation of the combined times, and
     of the recomputation overheads (each row's combined time over the first row's)."""
 

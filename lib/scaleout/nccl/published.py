@@ -75,6 +75,7 @@ def _gb200(nodes, gpus):
                     nvls=False)  # fmt: skip
 
 
+#: Published bus bandwidths and times of the five collectives, one per setup.
 MEASUREMENTS: tuple[Measurement, ...] = (
     Measurement("8xA100 1 node", topology("dgx-a100"), "allreduce", 16 * GIB, None, "busbw",
                 234.89, None, ML_ENG, "not stated", "nccl-tests -g 8 sweep"),

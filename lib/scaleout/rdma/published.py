@@ -34,7 +34,7 @@ from .config import STRATEGIES, SimConfig
 from .experiments import simulate
 
 QUANTITIES = ("goodput_fraction", "sr_over_gbn")
-#: The setups the simulator is run at: link rates (Gb/s), RTTs (s), message bytes, seed.
+#: The box of setups the simulator runs at (link rates in Gb/s, RTTs in s, message bytes, seed).
 BOX = {"bandwidth_gbps": (100.0, 400.0), "rtt_s": (2e-6, 16e-6), "message_bytes": 16 * 2**20,
        "seed": 1}  # fmt: skip
 
