@@ -224,6 +224,31 @@ def test_validation_rows_roles_and_numbers():
     assert len({round(r.predicted_tflops, 6) for r in sweep}) == 1
 
 
+def test_korthikanti_table4_held_out_rows():
+    rows = V.layer_rows()
+    assert [r.measurement.combined_ms for r in rows] == pytest.approx(
+        [19.6, 19.0, 27.2, 20.9, 20.3]
+    )
+    by = {r.measurement.experiment: r for r in rows}
+    base, full = by["baseline, no recompute"], by["baseline with full recompute"]
+    # full recomputation runs the forward (and its collectives) again inside the backward
+    assert full.compute_backward_ms == pytest.approx(
+        base.compute_backward_ms + base.compute_forward_ms
+    )
+    assert full.comm_backward_ms == pytest.approx(base.comm_backward_ms + base.comm_forward_ms)
+    # sequence parallelism shortens the forward, in the model as in the table
+    sp = by["sequence parallelism"]
+    assert (
+        sp.forward_ms < base.forward_ms and sp.measurement.forward_ms < base.measurement.forward_ms
+    )
+    summary = V.layer_summary()
+    assert summary.count == 5 and summary.rank_correlation == 1.0
+    assert summary.overhead_rank_correlation == 1.0
+    assert summary.median_abs_error["combined"] < 0.2  # held out: nothing was fitted to them
+    with pytest.raises(ValueError, match="which must be one of"):
+        base.error("total")
+
+
 def test_spearman_and_ranks():
     np.testing.assert_array_equal(V.ranks([3.0, 1.0, 2.0, 2.0]), [4, 1, 2.5, 2.5])
     assert V.spearman([1, 2, 3], [10, 20, 30]) == 1.0

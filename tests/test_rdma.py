@@ -803,3 +803,23 @@ def test_distributed_rdma_write_matches_the_single_process_reference(nbytes, mtu
     accepted, _ = R.responder_go_back_n(target["first"])
     kept = [j for j, a in zip(target["first"], accepted, strict=True) if a]
     assert kept == list(range(len(kept)))
+
+
+# ----------------------------------------------------------------- published measurements
+def test_published_loss_results_beside_the_simulator():
+    from scaleout.rdma import published as RP
+
+    by = {c.result.key: c for c in RP.compare()}
+    assert set(by) == {r.key for r in RP.RESULTS} and len(by) == 3
+    # the simulator's go-back-N is the specification's: better than the NICs that collapse
+    assert by["wang2019-gbn"].verdict == "below" and by["rosr2025"].verdict == "above"
+    assert by["wang2019-improved"].verdict == "inside"
+    # every setup of the box ranks selective repeat above go-back-N at 1 % loss
+    assert all(x > 1 for x in RP.simulated("sr_over_gbn", 0.01))
+    sr = RP.simulated("goodput_fraction", 0.01, "selective-repeat")
+    gbn = RP.simulated("goodput_fraction", 0.01, "go-back-n")
+    assert len(sr) == len(gbn) == 4 and all(s > g for s, g in zip(sr, gbn, strict=True))
+    with pytest.raises(ValueError, match="strategy must be one of"):
+        RP.simulated("goodput_fraction", 0.01)
+    with pytest.raises(ValueError, match="strategy must be None"):
+        RP.LossResult("k", "s", "x", 0.01, "sr_over_gbn", 2.0, "about", "go-back-n")

@@ -9,6 +9,16 @@ BASELINES = {
     "spearman": call([1.0, 2.0, 3.0], [2.0, 4.0, 5.0]),
     "Summary": call("held-out", 6, 0.07, 0.2, 1.0),
     "summary": call("held-out"),
+    "LayerRow": call(P.KORTHIKANTI_TABLE4[0], 5.4, 9.7, 1.6, 0.0),
+    "layer_rows": call(),
+    "LayerSummary": call(
+        5,
+        {"forward": 0.1, "backward": 0.2, "combined": 0.15},
+        {"forward": 0.1, "backward": 0.2, "combined": 0.15},
+        1.0,
+        1.0,
+    ),
+    "layer_summary": call(),
 }
 NONFINITE_OK = {
     "spearman": "NaN when one of the two arrays is constant (documented)",

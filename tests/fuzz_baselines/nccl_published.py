@@ -16,5 +16,6 @@ BASELINES = {
         "2.27.7",
     ),
     "rows": call(),
+    "alltoall_rows": call(),
     "spearman": call([1.0, 2.0, 3.0], [1.0, 3.0, 2.0]),
 }

@@ -17,6 +17,7 @@ BASELINES = {
         mode="lines",
     ),
     "validation": call(V.rows()[:3]),
+    "layer_validation": call(list(V.layer_rows()), title="t"),
     "measured_cpu": call(["512", "1024"], [20.0, 40.0], [40.0, 80.0], 50.0, 10.0),
     "breakdown": call(
         {"b=1": {"gemm": 1.0, "memory": 0.2}, "b=2": {"gemm": 2.0, "memory": 0.4}}, title="t"

@@ -13,6 +13,15 @@ checked against, every row with its source.
   Co-Designing Model Architectures with Hardware", arXiv 2401.14489): ``torch.bmm`` of
   4 x (4096 x d_ff) by (d_ff x 4096) in fp16, for d_ff near 8/3 x 4096.
 
+* ``KORTHIKANTI_TABLE4``: the forward and backward time of one transformer layer of the
+  22B model of Korthikanti et al., "Reducing Activation Recomputation in Large Transformer
+  Models" (arXiv 2205.05198, Table 4; configuration from their Table 3 and Section 6:
+  h = 6144, 64 heads, s = 2048, micro-batch 4, t = 8 on one DGX A100 80GB node of Selene,
+  mixed precision), with and without sequence parallelism and selective or full
+  recomputation. The backward column of a recomputing run includes the recomputation.
+  Their Figure 8 shows the same breakdown for the 175B, 530B and 1T models as bars without
+  numbers, so only the 22B rows are used.
+
 Anthony et al.'s own shape sweeps are published as plots only (their figures give no
 numbers in the text), so their qualitative rules are checked in chapter 13, not their
 figures' values.
@@ -118,3 +127,52 @@ def mamf(accelerator: str, dtype: str = "bf16") -> Measurement:
     if key not in rows:
         raise checks.fail("accelerator", f"one of the MAMF rows {sorted(rows)}", key)
     return rows[key]
+
+
+_TABLE4_SRC = (
+    "Korthikanti et al. 2022, arXiv 2205.05198, Table 4 (22B model of Table 3: h 6144, 64 "
+    "heads, s 2048, micro-batch 4, t 8; A100 80GB, DGX A100 nodes of Selene)"
+)
+
+
+@dataclass(frozen=True)
+class LayerMeasurement:
+    """One published per-layer timing: ``forward_ms`` and ``backward_ms`` (recomputation
+    included) of one transformer layer on one GPU of its tensor-parallel group, with
+    sequence parallelism ``sp`` and ``recompute`` ("none", "selective" or "full")."""
+
+    experiment: str
+    sp: bool
+    recompute: str
+    forward_ms: float
+    backward_ms: float
+    source: str = _TABLE4_SRC
+
+    def __post_init__(self):
+        checks.text("experiment", self.experiment, 80)
+        checks.boolean("sp", self.sp)
+        checks.choice("recompute", self.recompute, ("none", "selective", "full"))
+        checks.positive("forward_ms", self.forward_ms, 1e7)
+        checks.positive("backward_ms", self.backward_ms, 1e7)
+        checks.text("source", self.source, 1000)
+
+    @property
+    def combined_ms(self) -> float:
+        """Forward plus backward, as the table's "Combined" column."""
+        return self.forward_ms + self.backward_ms
+
+
+#: The layer of Korthikanti et al.'s Table 4 (hidden, heads, seq, micro-batch b,
+#: tensor-parallel t, GPU row).
+KORTHIKANTI_LAYER = {"hidden": 6144, "heads": 64, "seq": 2048, "b": 4, "t": 8,
+                     "gpu": "A100-80GB"}  # fmt: skip
+
+#: Table 4, in the paper's order; "Combined" is forward + backward (19.6, 19.0, 27.2, 20.9,
+#: 20.3 ms) and "Overhead" the combined time over the first row's.
+KORTHIKANTI_TABLE4: tuple[LayerMeasurement, ...] = (
+    LayerMeasurement("baseline, no recompute", False, "none", 7.7, 11.9),
+    LayerMeasurement("sequence parallelism", True, "none", 7.2, 11.8),
+    LayerMeasurement("baseline with full recompute", False, "full", 7.7, 19.5),
+    LayerMeasurement("selective recompute", False, "selective", 7.7, 13.2),
+    LayerMeasurement("selective + sequence parallelism", True, "selective", 7.2, 13.1),
+)

@@ -13,6 +13,18 @@ Rows (:mod:`scaleout.compute.published`):
 * ``sweep``: the H100 SwiGLU sweep (fp16 ``bmm``), priced on H100-SXM.
 
 Skill is Spearman's rank correlation between predicted and measured TFLOP/s.
+
+The layer model (:func:`scaleout.compute.layer_time`) is checked on held-out rows of its
+own: Korthikanti et al.'s Table 4 (``KORTHIKANTI_TABLE4``, nothing fitted to them), one
+layer's forward and backward time with and without sequence parallelism and selective or
+full recomputation (:func:`layer_rows`, :func:`layer_summary`). Their times include the
+tensor-parallel collectives on the node's NVLink, which the layer model leaves out, so the
+comparison adds them as chapter 14's planner does (:func:`scaleout.planner.comm.tp_seconds`
+and :func:`~scaleout.planner.comm.tp_exposed`): priced with NCCL's model on a DGX A100,
+forward collectives on the critical path, backward ones beside the weight- and
+input-gradient GEMMs as Megatron-LM runs them ("megatron" overlap; the paper: "we overlap
+all-reduce communication with the linear weight's gradient computation"), and a full
+recomputation repeats the forward's collectives.
 """
 
 from __future__ import annotations
@@ -24,6 +36,7 @@ import numpy as np
 from .. import checks
 from . import published as P
 from .gemm import CEILING_ROWS, gemm_time
+from .layer import Layer, layer_time
 
 ROLES = ("fit", "held-out", "sweep")
 #: Held-out MAMF rows and the GPU row of ``hardware.GPUS`` that prices each.
@@ -138,3 +151,103 @@ def summary(role: str) -> Summary:
     err = np.abs([r.error for r in chosen])
     rho = spearman([r.predicted_tflops for r in chosen], [r.measurement.tflops for r in chosen])
     return Summary(role, len(chosen), float(np.median(err)), float(err.max()), rho)
+
+
+@dataclass(frozen=True)
+class LayerRow:
+    """One row of Korthikanti et al.'s Table 4 beside the model: compute
+    (:func:`scaleout.compute.layer_time`) and exposed tensor-parallel communication, in ms,
+    forward and backward (recomputation included in the backward, as the table counts it)."""
+
+    measurement: P.LayerMeasurement
+    compute_forward_ms: float
+    compute_backward_ms: float
+    comm_forward_ms: float
+    comm_backward_ms: float
+
+    def __post_init__(self):
+        checks.instance("measurement", self.measurement, P.LayerMeasurement)
+        for name in ("compute_forward_ms", "compute_backward_ms"):
+            checks.positive(name, getattr(self, name), 1e7)
+        for name in ("comm_forward_ms", "comm_backward_ms"):
+            checks.nonnegative(name, getattr(self, name), 1e7)
+
+    @property
+    def forward_ms(self) -> float:
+        return self.compute_forward_ms + self.comm_forward_ms
+
+    @property
+    def backward_ms(self) -> float:
+        return self.compute_backward_ms + self.comm_backward_ms
+
+    @property
+    def combined_ms(self) -> float:
+        return self.forward_ms + self.backward_ms
+
+    def error(self, which: str = "combined") -> float:
+        """predicted / measured - 1 of ``which``: "forward", "backward" or "combined"."""
+        which = checks.choice("which", which, ("forward", "backward", "combined"))
+        return getattr(self, f"{which}_ms") / getattr(self.measurement, f"{which}_ms") - 1.0
+
+
+def layer_rows() -> tuple[LayerRow, ...]:
+    """Korthikanti et al.'s Table 4, each row with the model's forward and backward time."""
+    from ..planner import comm
+    from ..planner.model import a100_cluster
+
+    cfg = P.KORTHIKANTI_LAYER
+    layer = Layer(cfg["hidden"], cfg["heads"], cfg["seq"])
+    b, t = cfg["b"], cfg["t"]
+    cluster = a100_cluster(t)
+    sec = comm.tp_seconds(cluster, b, layer.seq, layer.hidden, t)
+    out = []
+    for m in P.KORTHIKANTI_TABLE4:
+        lt = layer_time(layer, b, cfg["gpu"], t=t, sp=m.sp, recompute=m.recompute, flash=False)
+        fwd = {p.name: p.seconds for p in lt.parts if p.phase == "forward" and p.kind == "gemm"}
+        col = (fwd["QKV projection"], fwd["MLP up"])
+        row = (fwd["attention output projection"], fwd["MLP down"])
+        tp_f, tp_b, _, _ = comm.tp_exposed(sec, col, row, t, m.sp, "megatron")
+        again = 2 if m.recompute == "full" else 1
+        out.append(LayerRow(m, lt.seconds("forward") * 1e3,
+                            (lt.seconds("backward") + lt.seconds("recompute")) * 1e3,
+                            tp_f * 1e3, (tp_b + (again - 1) * tp_f) * 1e3))  # fmt: skip
+    return tuple(out)
+
+
+@dataclass(frozen=True)
+class LayerSummary:
+    """Error and skill of the layer model on Table 4: median and largest absolute error of the
+    forward, backward and combined times, the rank correlation of the combined times, and
+    of the recomputation overheads (each row's combined time over the first row's)."""
+
+    count: int
+    median_abs_error: dict
+    max_abs_error: dict
+    rank_correlation: float
+    overhead_rank_correlation: float
+
+    def __post_init__(self):
+        checks.integer("count", self.count, 2, 10**6)
+        for name in ("median_abs_error", "max_abs_error"):
+            d = getattr(self, name)
+            if not isinstance(d, dict) or set(d) != {"forward", "backward", "combined"}:
+                raise checks.fail(name, "a dict of forward, backward, combined errors", d)
+            for v in d.values():
+                checks.nonnegative(name, v)
+        for name in ("rank_correlation", "overhead_rank_correlation"):
+            checks.real(name, getattr(self, name), -1.0, 1.0)
+
+
+def layer_summary() -> LayerSummary:
+    """:class:`LayerSummary` of :func:`layer_rows`."""
+    rows = layer_rows()
+    med, big = {}, {}
+    for which in ("forward", "backward", "combined"):
+        err = np.abs([r.error(which) for r in rows])
+        med[which], big[which] = float(np.median(err)), float(err.max())
+    measured = [r.measurement.combined_ms for r in rows]
+    predicted = [r.combined_ms for r in rows]
+    rho = spearman(predicted, measured)
+    over_m = [x / measured[0] for x in measured[1:]]
+    over_p = [x / predicted[0] for x in predicted[1:]]
+    return LayerSummary(len(rows), med, big, rho, spearman(over_p, over_m))

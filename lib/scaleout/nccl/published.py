@@ -7,6 +7,14 @@ size and the algorithm if it was forced. Values are nccl-tests' ``busbw`` (GB/s)
 sizes or ``time`` (us) at small ones, as printed by the source. Nothing in the model is
 fitted to them. :data:`NCCL_PRINTED` holds times NCCL itself printed for its own model
 (``NCCL_DEBUG_SUBSYS=TUNING``), which the replica must reproduce digit for digit.
+
+:data:`ALLTOALL` holds published nccl-tests ``alltoall_perf`` bus bandwidths, the check of
+the book's all-to-all model (:mod:`scaleout.nccl.p2p`, which is not NCCL's: NCCL does not
+price point-to-point operations); :func:`alltoall_rows` puts the model beside them. Not
+used, because the machine cannot be rebuilt from what the source says: the same slide's
+PCIe rows ("2x4 GPUs", no switch layout) and its "2x 200Gb / 2x 400Gb RDMA" rows (GPUs per
+node not stated); NVIDIA/nccl issue 1792 (16 H20 nodes at 20+ GB/s, which the maintainers
+call "not the expected behavior"); NVIDIA/nccl-tests issue 267 (its tables are images).
 """
 
 from __future__ import annotations
@@ -22,6 +30,8 @@ from .topo import Topology, topology
 ML_ENG = ("https://github.com/stas00/ml-engineering/blob/744d01e18b79512572f64a6bbd8b5f4a"
           "725203a7/network/README.md")  # fmt: skip
 ISSUE = "https://github.com/NVIDIA/{}/issues/{}"
+GTC25_A2A = ("https://github.com/stas00/ml-engineering/blob/744d01e18b79512572f64a6bbd8b5f4a"
+             "725203a7/network/images/all-to-all-bw-2025.png")  # fmt: skip
 GIB = 2**30
 
 
@@ -65,6 +75,7 @@ def _gb200(nodes, gpus):
                     nvls=False)  # fmt: skip
 
 
+#: Published bus bandwidths and times of the five collectives, one per setup.
 MEASUREMENTS: tuple[Measurement, ...] = (
     Measurement("8xA100 1 node", topology("dgx-a100"), "allreduce", 16 * GIB, None, "busbw",
                 234.89, None, ML_ENG, "not stated", "nccl-tests -g 8 sweep"),
@@ -125,6 +136,33 @@ MEASUREMENTS: tuple[Measurement, ...] = (
                 ISSUE.format("nccl-tests", 232), "not stated"),
 )  # fmt: skip
 
+_GTC25 = ("NVIDIA GTC 2025 S72583 slide 'All-to-all Communication Bandwidth' (NCCL Tests "
+          "Alltoall Bus Bandwidth), as reproduced in the ML Engineering Open Book; size not "
+          "stated, model at 16 GiB (the plateau)")  # fmt: skip
+
+#: Published ``alltoall_perf`` bus bandwidths (GB/s, nccl-tests' (n-1)/n x algbw).
+ALLTOALL: tuple[Measurement, ...] = (
+    Measurement("8x A100, one node", topology("dgx-a100"), "alltoall", 16 * GIB, None,
+                "busbw", 210.0, None, GTC25_A2A, "not stated", f"{_GTC25}; 8 GPUs"),
+    Measurement("8x H100, one node", _h100(), "alltoall", 16 * GIB, None, "busbw", 320.0,
+                None, GTC25_A2A, "not stated", f"{_GTC25}; 8 GPUs"),
+    Measurement("8x B200, one node", topology("gb200-nvl72", gpus_per_node=8, nics_per_node=8,
+                gpu="B200", cpu="intel"), "alltoall", 16 * GIB, None, "busbw", 640.0, None,
+                GTC25_A2A, "not stated", f"{_GTC25}; 8 GPUs, NVLink 5"),
+    Measurement("4x H100, one node", _h100().group(4, 1), "alltoall", 524288000, None,
+                "busbw", 334.90, None, ISSUE.format("nccl", 2169), "2.30.4",
+                "out-of-place, 500 MiB, 4 H100 80GB HBM3 of one server (the board is not "
+                "stated)"),
+    Measurement("4x DGX A100 (8x200G)", topology("dgx-a100", nodes=4), "alltoall", 16 * GIB,
+                None, "busbw", 24.0, None, GTC25_A2A, "not stated",
+                f"{_GTC25}; 32 GPUs, 8 x 200 Gb/s RDMA per node"),
+    Measurement("4x DGX H100 (8x400G)", _h100(4), "alltoall", 16 * GIB, None, "busbw", 48.0,
+                None, GTC25_A2A, "not stated", f"{_GTC25}; 32 GPUs, 8 x 400 Gb/s RDMA per node"),
+    Measurement("32 GPUs of a GB200 NVL72", topology("gb200-nvl72", gpus_per_node=32,
+                nics_per_node=32), "alltoall", 16 * GIB, None, "busbw", 640.0, None, GTC25_A2A,
+                "not stated", f"{_GTC25}; 32 GPUs in one NVLink domain"),
+)  # fmt: skip
+
 # (size in bytes, microseconds) NCCL printed for allreduce, "Algo 0 proto 0" (Tree/LL),
 # on three 8-GPU H100 nodes (NVIDIA/nccl issue 1453, NCCL_DEBUG=INFO)
 #: Times NCCL printed for its own model, a Tree/LL all-reduce on three 8-GPU H100 nodes.
@@ -139,9 +177,20 @@ NCCL_PRINTED = {
 
 
 def rows() -> list[dict]:
-    """Each measurement with the model's prediction, the choice, and the error."""
+    """Each measurement of :data:`MEASUREMENTS` with the model's prediction, the choice,
+    and the error."""
+    return _rows(MEASUREMENTS)
+
+
+def alltoall_rows() -> list[dict]:
+    """Each measurement of :data:`ALLTOALL` with the book's all-to-all model beside it
+    (:func:`scaleout.nccl.p2p.alltoall_us`; nothing fitted)."""
+    return _rows(ALLTOALL)
+
+
+def _rows(measurements) -> list[dict]:
     out = []
-    for m in MEASUREMENTS:
+    for m in measurements:
         p = predict(m.collective, m.nbytes, m.topo, algorithm=m.algorithm)
         value = p.busbw_gb_per_s if m.kind == "busbw" else p.seconds * 1e6
         out.append({

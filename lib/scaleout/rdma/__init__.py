@@ -20,7 +20,8 @@ The package, in reading order:
     million packets (:func:`~scaleout.rdma.simulate_fast`),
   - :mod:`~scaleout.rdma.experiments` -- :func:`~scaleout.rdma.simulate` and
     :func:`~scaleout.rdma.sweep`,
-  - :mod:`~scaleout.rdma.closed_form` -- closed forms to check it against.
+  - :mod:`~scaleout.rdma.closed_form` -- closed forms to check it against,
+  - :mod:`~scaleout.rdma.published` -- published goodput under loss beside it.
 """
 
 from .channel import Fates

@@ -237,3 +237,78 @@ def breakdown(parts: Mapping[str, Mapping[str, float]], title: str = "") -> go.F
                       yaxis_title="time per micro-batch (ms)",
                       legend=dict(orientation="h", y=-0.25, x=0))  # fmt: skip
     return fig
+
+
+def layer_validation(rows, title: str = "") -> go.Figure:
+    """Korthikanti et al.'s Table 4 against the layer model
+    (:func:`scaleout.compute.validation.layer_rows`): for the forward (left) and backward
+    (right) pass of each experiment, the measured time beside the model's, the model's bar
+    split into compute and exposed tensor-parallel communication, its error on top."""
+    from ..compute.validation import LayerRow  # a record type, not a cost
+
+    if not isinstance(rows, list | tuple) or not 1 <= len(rows) <= 64:
+        raise checks.fail("rows", "a list of 1 to 64 validation.LayerRow records", rows)
+    for row in rows:
+        checks.instance("rows", row, LayerRow, "validation.LayerRow records")
+    title = _title(title)
+    fig = make_subplots(
+        rows=1,
+        cols=2,
+        shared_yaxes=True,
+        horizontal_spacing=0.04,
+        subplot_titles=("forward", "backward (recomputation included)"),
+    )
+    fig.update_layout(template=template())
+    x = [_wrap(r.measurement.experiment) for r in rows]
+    for col, phase in ((1, "forward"), (2, "backward")):
+        first = col == 1
+        measured = [getattr(r.measurement, f"{phase}_ms") for r in rows]
+        comp = [getattr(r, f"compute_{phase}_ms") for r in rows]
+        comm = [getattr(r, f"comm_{phase}_ms") for r in rows]
+        err = [f"{r.error(phase):+.0%}" for r in rows]
+        fig.add_bar(
+            x=x,
+            y=measured,
+            name="measured (Korthikanti et al.)",
+            offsetgroup="m",
+            marker_color=NEUTRAL,
+            showlegend=first,
+            legendgroup="m",
+            hovertemplate="%{x}: %{y:.3g} ms measured<extra></extra>",
+            row=1,
+            col=col,
+        )
+        fig.add_bar(
+            x=x,
+            y=comp,
+            name="model: compute",
+            offsetgroup="p",
+            marker_color=rank_color(0),
+            showlegend=first,
+            legendgroup="c",
+            hovertemplate="%{x}: %{y:.3g} ms of compute<extra></extra>",
+            row=1,
+            col=col,
+        )
+        fig.add_bar(x=x, y=comm, base=comp, name="model: exposed TP communication",
+                    offsetgroup="p", marker_color=rank_color(1), showlegend=first,
+                    legendgroup="t", text=err, textposition="outside",
+                    hovertemplate="%{x}: %{y:.3g} ms of communication<extra></extra>",
+                    row=1, col=col)  # fmt: skip
+    fig.update_yaxes(title_text="time per layer and micro-batch (ms)", row=1, col=1)
+    fig.update_xaxes(tickangle=0)
+    fig.update_layout(barmode="group", height=480, title=title, margin=dict(b=130),
+                      legend=dict(orientation="h", y=-0.3, x=0))  # fmt: skip
+    return fig
+
+
+def _wrap(label: str, width: int = 12) -> str:
+    """``label`` broken into lines of about ``width`` characters for an axis tick."""
+    lines, line = [], ""
+    for word in label.split():
+        if line and len(line) + 1 + len(word) > width:
+            lines.append(line)
+            line = word
+        else:
+            line = f"{line} {word}".strip()
+    return "<br>".join([*lines, line])

@@ -211,11 +211,14 @@ def choice_map(topo, nodes: Sequence[int], collective: str = "allreduce", sizes=
     return fig
 
 
-def validation_figure(rows: Sequence[Mapping]) -> go.Figure:
+def validation_figure(
+    rows: Sequence[Mapping], title: str = "NCCL's model against published measurements"
+) -> go.Figure:
     """Measured (x) against predicted (y) values, one marker per row (``label``,
     ``measured``, ``predicted``, ``kind``: "busbw" in GB/s or "time" in us), with the
     y = x line and a +-20 % band."""
     rows = _check_rows(rows)
+    title = checks.text("title", title, 120)
     fig = new_figure()
     for kind, symbol, color in (("busbw", "circle", rank_color(0)),
                                 ("time", "diamond", rank_color(3))):  # fmt: skip
@@ -238,7 +241,7 @@ def validation_figure(rows: Sequence[Mapping]) -> go.Figure:
                     fill="toself", mode="none", fillcolor="rgba(0,0,0,0.08)",
                     name="within 20 %", hoverinfo="skip")  # fmt: skip
     fig.update_layout(
-        title_text="NCCL's model against published measurements",
+        title_text=title,
         xaxis=dict(type="log", title_text="measured (GB/s or µs)"),
         yaxis=dict(type="log", title_text="predicted (GB/s or µs)"),
         height=460,
@@ -247,10 +250,13 @@ def validation_figure(rows: Sequence[Mapping]) -> go.Figure:
     return fig
 
 
-def validation_table(rows: Sequence[Mapping]) -> go.Figure:
+def validation_table(
+    rows: Sequence[Mapping], title: str = "measured against predicted, one row per published run"
+):
     """The validation rows as a table: setup, what was measured, measured, predicted, error,
     NCCL's choice in the model, and the source."""
     rows = _check_rows(rows)
+    title = checks.text("title", title, 120)
     unit = {"busbw": "GB/s", "time": "µs"}
     cols = {
         "setup": [r["label"] for r in rows],
@@ -271,7 +277,7 @@ def validation_table(rows: Sequence[Mapping]) -> go.Figure:
     fig.update_layout(
         height=60 + 23 * len(rows) + 40,
         margin=dict(l=5, r=5, t=30, b=5),
-        title_text="measured against predicted, one row per published run",
+        title_text=title,
     )
     return fig
 
