@@ -910,7 +910,7 @@ def test_figure13_model_follows_its_formula():
     assert 0.005 < 2 * sg / (it.compute_s + it.comm_s) < 0.015
 
 
-def test_figure13_ranks_like_the_paper_with_nccl_and_not_with_one_nic():
+def test_figure13_spread_inside_the_papers_2x_with_nccl_not_with_one_nic():
     for batch in P.FIGURE_13["batches"]:
         rows = {r.t: r.tflops_per_gpu for r in P.figure13() if r.batch == batch}
         one_nic = {r.t: r.tflops_per_gpu for r in P.figure13("flat-ring") if r.batch == batch}
@@ -942,3 +942,107 @@ def test_figure13_figure_draws_the_records():
         VT.figure13_figure([])
     with pytest.raises(ValueError, match="rows item must be"):
         VT.figure13_figure([1.0])
+
+
+def test_figure13_pair_agreement_against_trivial_rankings():
+    """Review 3, ch. 4 item 3: the ranking claim is scored on the pairs the paper states,
+    beside rankings that need no model."""
+    pairs = P.stated_pairs()
+    assert len(pairs) == 8 and {b for b, _, _ in pairs} == set(P.FIGURE_13["batches"])
+    assert all(better == P.MEASURED["best_t"] != worse for _, better, worse in pairs)
+    bars = {(r.topology, r.batch, r.t): r.tflops_per_gpu
+            for topo in ("nccl", "flat-ring") for r in P.figure13(topo)}  # fmt: skip
+    nccl_order = P.pair_agreement(lambda b, t: bars["nccl", b, t])
+    assert (nccl_order["concordant"], nccl_order["discordant"], nccl_order["tau"]) == (7, 1, 0.75)
+    assert P.pair_agreement(lambda b, t: bars["flat-ring", b, t])["tau"] == 1.0
+    taus = {n: P.pair_agreement(lambda b, t, f=f: f(t))["tau"] for n, f in P.BASELINES.items()}
+    assert taus == {"larger t first": 0.0, "smaller t first": 0.0, "t = GPUs per server first": 1.0}
+    tied = P.pair_agreement(lambda b, t: 1.0)
+    assert tied["tied"] == 8 and tied["tau"] == 0.0
+    reversed_ = P.pair_agreement(lambda b, t: abs(t - 8))
+    assert reversed_["tau"] == -1.0
+    with pytest.raises(ValueError, match="score must be callable"):
+        P.pair_agreement(3)
+    with pytest.raises(ValueError, match=r"score\(batch, t\) must be"):
+        P.pair_agreement(lambda b, t: float("nan"))
+
+
+def test_table4_model_rows_follow_their_definition():
+    """Review 3, ch. 4 item 2: Korthikanti et al. Table 4 beside the model."""
+    assert len(P.TABLE_4) == 5
+    c = P.TABLE_4_LAYER
+    base = P.table4_layer("none", False)
+    run_ = tp.layer_overlap(c["b"], c["s"], c["h"], c["t"], "megatron", False,
+                            peak_flops=P.A100_DENSE_FLOPS, gpus_per_server=8,
+                            intra=c["intra"], inter=c["inter"])  # fmt: skip
+    assert math.isclose(base["forward_s"], run_.compute.forward + run_.exposed.forward)
+    assert math.isclose(base["backward_s"], run_.compute.backward + run_.exposed.backward)
+    full = P.table4_layer("full", False)
+    assert math.isclose(full["backward_s"], base["backward_s"] + base["forward_s"])
+    sel = P.table4_layer("selective", False)
+    core = 4 * c["b"] * c["s"] ** 2 * c["h"] / c["t"] / P.A100_DENSE_FLOPS
+    assert math.isclose(sel["backward_s"], base["backward_s"] + core)
+    assert (base["measured_forward_s"], base["measured_backward_s"]) == (7.7e-3, 11.9e-3)
+    for key in P.TABLE_4:  # finite, positive, below the measured (ideal GEMMs)
+        r = P.table4_layer(*key)
+        assert 0 < r["forward_s"] < r["measured_forward_s"]
+        assert 0 < r["backward_s"] < r["measured_backward_s"]
+    with pytest.raises(ValueError, match="a \\(recompute, sequence_parallel\\) pair"):
+        P.table4_layer("full", True)  # not a row of Table 4
+    with pytest.raises(ValueError, match="recompute must be one of"):
+        P.table4_layer("some", False)
+
+
+def test_async_tp_rows_are_the_benchmark_and_the_model():
+    """Review 3, ch. 4 item 1: the measured baseline is vanilla TP (TP + SP in program
+    order); the model's counterpart is "none" over "pipelined", both with SP."""
+    rows = P.async_tp_rows()
+    assert [r["model"] for r in rows] == ["Llama 3 8B", "Llama 3 70B"]
+    assert [round(r["measured"], 2) for r in rows] == [1.10, 1.09]
+    for r in rows:
+        args = (r["b"], r["s"], r["h"], r["t"])
+        plain = tp.layer_overlap(*args, "none", True)
+        piped = tp.layer_overlap(*args, "pipelined", True)
+        assert math.isclose(r["predicted"], plain.seconds / piped.seconds)
+        assert math.isclose(r["error"], r["predicted"] / r["measured"] - 1)
+        assert r["predicted"] > r["measured"] > 1  # ideal overlap overstates the gain
+
+
+@pytest.mark.parametrize("gpu", list(tp.GPU_NVLINK))
+def test_gpu_server_takes_link_and_peak_from_hardware(gpu):
+    server = tp.gpu_server(gpu)
+    row = H.gpu(gpu)
+    assert server.peak_flops == (row.bf16_tflops or row.fp16_tflops) * 1e12
+    assert server.intra == tp.GPU_NVLINK[gpu] and server.intra in tp.NVLINK_GPUS
+    assert H.link(server.intra).kind == "nvlink"
+    with pytest.raises(ValueError, match="gpu must be one of"):
+        tp.gpu_server("H100-PCIe")
+
+
+def test_comm_figure_gpu_choice_changes_the_compute_peak():
+    """Review 3, ch. 4 item 4 (regression): the explorer drew every GPU's compute at the
+    H100's peak. The GPU now sets both the NVLink preset and the peak."""
+    figs = {g: VT.comm_time_figure(**GPT3, gpu=g) for g in ("A100-80GB", "H100-SXM", "B200")}
+    for g, fig in figs.items():
+        server = tp.gpu_server(g)
+        compute = fig.data[-1]
+        for t, y in zip(compute.x, compute.y, strict=True):
+            ideal = tp.layer_compute_seconds(**GPT3, t=t, peak_flops=server.peak_flops)
+            assert math.isclose(y, ideal.total * 1e3)
+        model = fig.data[0]
+        for t, y in zip(model.x, model.y, strict=True):
+            comm = tp.layer_comm_seconds(**GPT3, t=t, intra=server.intra)
+            assert math.isclose(y, comm.total * 1e3)
+        title = fig.layout.title.text
+        assert g in title and f"{server.peak_flops / 1e12:g} TFLOP/s" in title
+        assert "fixed: 8 GPUs per server" in title and "nothing overlapped" in title
+    a100, b200 = figs["A100-80GB"].data[-1].y, figs["B200"].data[-1].y
+    assert a100[0] / b200[0] == pytest.approx(2250 / 312)
+    # the default stays the H100's NVLink 4 and peak
+    assert list(VT.comm_time_figure(**GPT3).data[-1].y) == list(figs["H100-SXM"].data[-1].y)
+    with pytest.raises(ValueError, match="intra must be None when gpu is given"):
+        VT.comm_time_figure(**GPT3, gpu="B200", intra="nvlink4-h100")
+    with pytest.raises(ValueError, match="peak_flops must be None when gpu is given"):
+        VT.comm_time_figure(**GPT3, gpu="B200", peak_flops=1e15)
+    with pytest.raises(ValueError, match="gpu must be one of"):
+        VT.comm_time_figure(**GPT3, gpu="TPU")

@@ -39,7 +39,16 @@ from .layers import (
     tensor_parallel_attention,
     valid_tensor_parallel_sizes,
 )
-from .network import BASE_PRESETS, NVLINK_GPUS, check_machine, group_shape, machine
+from .network import (
+    BASE_PRESETS,
+    GPU_NVLINK,
+    NVLINK_GPUS,
+    GpuServer,
+    check_machine,
+    gpu_server,
+    group_shape,
+    machine,
+)
 from .overlap import BLOCK_GEMMS, OVERLAPS, LayerOverlap, layer_overlap
 from .sizes import (
     MAX_BATCH,
@@ -116,9 +125,12 @@ __all__ = [
     "machine",
     "check_machine",
     "group_shape",
+    "GpuServer",
+    "gpu_server",
     # constants and limits
     "MODELS",
     "NVLINK_GPUS",
+    "GPU_NVLINK",
     "BASE_PRESETS",
     "COMBINES",
     "MODES",

@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import functools
 import math
+from dataclasses import dataclass
 
 from .. import checks, nccl
 from .. import hardware as H
@@ -32,8 +33,39 @@ from .sizes import MAX_T
 #: NVLink presets of :mod:`scaleout.hardware` -> NCCL's GPU name.
 NVLINK_GPUS = {"nvlink2-v100": "V100", "nvlink3-a100": "A100", "nvlink4-h100": "H100",
                "nvlink5-b200": "B200"}  # fmt: skip
+#: GPU rows of :data:`scaleout.hardware.GPUS` -> the NVLink preset of their SXM servers (the
+#: GPU choice of chapter 4's explorer: it sets both the link and the compute peak).
+GPU_NVLINK = {"V100-32GB": "nvlink2-v100", "A100-80GB": "nvlink3-a100", "H100-SXM": "nvlink4-h100",
+              "B200": "nvlink5-b200"}  # fmt: skip
 #: Base preset of :data:`scaleout.nccl.topo.PRESETS` per GPU (gb200-nvl72 for B200 beyond 8 GPUs).
 BASE_PRESETS = {"V100": "dgx-a100", "A100": "dgx-a100", "H100": "dgx-h100", "B200": "dgx-h100"}
+
+
+@dataclass(frozen=True)
+class GpuServer:
+    """A GPU of :data:`scaleout.hardware.GPUS`, the NVLink preset of its servers (``intra``)
+    and its dense 16-bit Tensor Core peak in FLOP/s (``peak_flops``: bf16, or fp16 on a GPU
+    without bf16, the V100), as :func:`gpu_server` builds it."""
+
+    gpu: str
+    intra: str
+    peak_flops: float
+
+    def __post_init__(self):
+        checks.choice("gpu", self.gpu, tuple(GPU_NVLINK))
+        checks.choice("intra", self.intra, tuple(NVLINK_GPUS))
+        checks.positive("peak_flops", self.peak_flops, 1e18)
+
+
+def gpu_server(gpu: str = "H100-SXM") -> GpuServer:
+    """The NVLink preset and dense 16-bit peak of ``gpu`` (a key of
+    :data:`~scaleout.tensor_parallel.network.GPU_NVLINK`),
+    both from :mod:`scaleout.hardware`: the peak is the GPU row's dense bf16 Tensor Core
+    figure (fp16 where the GPU has no bf16)."""
+    gpu = checks.choice("gpu", gpu, tuple(GPU_NVLINK))
+    row = H.gpu(gpu)
+    tflops = row.bf16_tflops if row.bf16_tflops is not None else row.fp16_tflops
+    return GpuServer(gpu, GPU_NVLINK[gpu], tflops * 1e12)
 
 
 def _preset(name: str, value, kind: str) -> H.LinkPreset:

@@ -108,8 +108,10 @@ def layer_overlap(
     last one produces the local shard) while the first exchange is in flight, so t - 1
     exchanges of C/(t-1) overlap G (t-1)/t of GEMM: exposed max(0, C - G (t-1)/t). GEMM times
     are ideal (FLOPs at ``peak_flops``); not modelled: the SMs and memory bandwidth that the
-    communication kernels take from the GEMM, and the efficiency a GEMM loses when split, so
-    the savings here are an upper bound.
+    communication kernels take from the GEMM, and the efficiency a GEMM loses when split.
+    This is ideal overlap, not a bound either way: real GEMMs run below peak (more time to
+    hide behind) and contend with the collectives (both slow down). Chapter 4 compares it
+    with measured async-TP speedups (:func:`scaleout.tensor_parallel.published.async_tp_rows`).
     """
     overlap = checks.choice("overlap", overlap, OVERLAPS)
     sp = checks.boolean("sequence_parallel", sequence_parallel)

@@ -31,8 +31,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from .. import checks, hardware
+from .overlap import layer_overlap
 from .sizes import t_size
-from .traffic import TOPOLOGIES, layer_comm_seconds, layer_flops
+from .traffic import H100_SXM_BF16_DENSE_FLOPS, TOPOLOGIES, layer_comm_seconds, layer_flops
 
 #: The A100 SXM's dense fp16/bf16 Tensor Core peak in FLOP/s (312 TFLOP/s), from hardware's
 #: GPU table (NVIDIA A100 datasheet).
@@ -112,3 +113,116 @@ def figure13(topology: str = "nccl") -> list[Iteration]:
     """:func:`iteration` for every bar of Figure 13 (both batch sizes, p = 2 to 32)."""
     return [iteration(p, batch, topology) for batch in FIGURE_13["batches"]
             for p in FIGURE_13["pipelines"]]  # fmt: skip
+
+
+def stated_pairs() -> list[tuple[int, int, int]]:
+    """(batch, better t, worse t) for every ordered pair of splits the paper's text fixes:
+    the peak t = 8 above each other t, at both batch sizes (8 pairs). The bars are not
+    tabulated, so the order of no other pair is known."""
+    ts = [FIGURE_13["gpus"] // p for p in FIGURE_13["pipelines"]]
+    best = MEASURED["best_t"]
+    return [(batch, best, t) for batch in FIGURE_13["batches"] for t in ts if t != best]
+
+
+#: Trivial rankings to measure the model's skill against, a score per t (higher ranks
+#: first): by t alone either way, and the rule of thumb "t = the 8 GPUs of a DGX A100".
+BASELINES = {
+    "larger t first": lambda t: float(t),
+    "smaller t first": lambda t: -float(t),
+    "t = GPUs per server first": lambda t: -abs(float(t) - 8.0),
+}
+
+
+def pair_agreement(score) -> dict:
+    """How a ranking agrees with the pairs of :func:`stated_pairs`. ``score(batch, t)`` ->
+    a number, higher meaning faster. Returns the concordant, discordant and tied counts and
+    Kendall's tau over those pairs, (concordant - discordant) / pairs: 1 when every stated
+    pair is in the right order, 0 for no better than chance, -1 for all reversed."""
+    score = checks.function("score", score)
+    counts = {"concordant": 0, "discordant": 0, "tied": 0}
+    pairs = stated_pairs()
+    for batch, better, worse in pairs:
+        hi = checks.real("score(batch, t)", score(batch, better))
+        lo = checks.real("score(batch, t)", score(batch, worse))
+        counts["concordant" if hi > lo else "discordant" if hi < lo else "tied"] += 1
+    counts["pairs"] = len(pairs)
+    counts["tau"] = (counts["concordant"] - counts["discordant"]) / len(pairs)
+    return counts
+
+
+#: The measured forward and backward milliseconds of one transformer layer of the 22B model
+#: of Korthikanti et al. (MLSys 2023) in their Table 4, per (recomputation, sequence
+#: parallelism); the layer is their Table 3's, h = 6144, 64 heads, s = 2048, micro-batch 4,
+#: t = 8 on one DGX A100 of Selene.
+TABLE_4 = {
+    ("none", False): (7.7, 11.9),
+    ("none", True): (7.2, 11.8),
+    ("full", False): (7.7, 19.5),
+    ("selective", False): (7.7, 13.2),
+    ("selective", True): (7.2, 13.1),
+}
+TABLE_4_LAYER = dict(b=4, s=2048, h=6144, heads=64, t=8, intra="nvlink3-a100", inter="nic-200g")
+
+
+def table4_layer(recompute: str, sequence_parallel: bool) -> dict:
+    """The model of one row of :data:`TABLE_4`: forward and backward seconds of the 22B
+    layer at t = 8 on a DGX A100, Megatron-LM's overlap
+    (:func:`~scaleout.tensor_parallel.layer_overlap`, ``"megatron"``), GEMMs at the A100's
+    dense peak, collectives in NCCL's model.
+    Recomputation adds to the backward pass: ``"full"`` the whole forward (its collectives
+    included), ``"selective"`` the attention core's two batched GEMMs (Q K^T and the
+    scores times V, 4 b s^2 h / t FLOPs; the softmax and dropout, memory-bound, left out).
+    Not modelled: GEMM efficiency below peak, the layer norms, dropouts, GeLU and softmax
+    (elementwise kernels that sequence parallelism runs on s/t tokens), kernel launches.
+    Returns forward_s, backward_s, measured_forward_s, measured_backward_s."""
+    key = (checks.choice("recompute", recompute, ("none", "full", "selective")),
+           checks.boolean("sequence_parallel", sequence_parallel))  # fmt: skip
+    if key not in TABLE_4:
+        raise checks.fail("recompute", "a (recompute, sequence_parallel) pair of Table 4 "
+                          f"{tuple(TABLE_4)}", key)  # fmt: skip
+    c = TABLE_4_LAYER
+    b, s, h, t = c["b"], c["s"], c["h"], c["t"]
+    run = layer_overlap(b, s, h, t, "megatron", key[1], peak_flops=A100_DENSE_FLOPS,
+                        gpus_per_server=8, intra=c["intra"], inter=c["inter"])  # fmt: skip
+    forward = run.compute.forward + run.exposed.forward
+    backward = run.compute.backward + run.exposed.backward
+    if key[0] == "full":
+        backward += forward
+    elif key[0] == "selective":
+        backward += 4.0 * b * s * s * h / t / A100_DENSE_FLOPS
+    fwd_ms, bwd_ms = TABLE_4[key]
+    return {"forward_s": forward, "backward_s": backward,
+            "measured_forward_s": fwd_ms / 1e3, "measured_backward_s": bwd_ms / 1e3}  # fmt: skip
+
+
+#: Async tensor parallelism against the same job without it, measured by the PyTorch team
+#: (TorchTitan, benchmarks/asyncTP_llama3_h100_2025-06_torchtitan.md, June 2025): tokens/s
+#: per GPU, bf16, H100s (500 W) of Meta's Grand Teton, 8 per host, 400 Gb/s RDMA per GPU.
+#: Baseline: "vanilla TP" (tensor + sequence parallelism, its all-gathers and
+#: reduce-scatters in program order), both compiled. h is Llama 3's; s = 8192 is an
+#: assumption (TorchTitan's configs' default; the benchmark does not state it).
+ASYNC_TP = (
+    dict(model="Llama 3 8B", gpus=64, fsdp=8, t=8, h=4096, s=8192, b=12,
+         recompute="per-op selective", vanilla=4378.0, async_tp=4809.4),
+    dict(model="Llama 3 70B", gpus=256, fsdp=32, t=8, h=8192, s=8192, b=16,
+         recompute="full", vanilla=597.3, async_tp=652.4),
+)  # fmt: skip
+
+
+def async_tp_rows() -> list[dict]:
+    """Each :data:`ASYNC_TP` row with the model's speedup: one GPT-shaped layer (h -> 4h MLP,
+    full multi-head attention; Llama's GQA and SwiGLU are not modelled) of the row's h, s
+    and micro-batch b at its t, forward and backward, the ``"none"`` schedule over the
+    ``"pipelined"`` one, both with sequence parallelism
+    (:func:`~scaleout.tensor_parallel.layer_overlap`; NCCL's model on one DGX H100, GEMMs
+    at the H100's dense peak)."""
+    out = []
+    for row in ASYNC_TP:
+        args = (row["b"], row["s"], row["h"], row["t"])
+        plain = layer_overlap(*args, "none", True, peak_flops=H100_SXM_BF16_DENSE_FLOPS)
+        piped = layer_overlap(*args, "pipelined", True, peak_flops=H100_SXM_BF16_DENSE_FLOPS)
+        measured = row["async_tp"] / row["vanilla"]
+        model = plain.seconds / piped.seconds
+        out.append({**row, "measured": measured, "predicted": model,
+                    "error": model / measured - 1})  # fmt: skip
+    return out

@@ -315,9 +315,10 @@ def comm_time_figure(
     dtype_bytes: float = 2,
     ts=(2, 4, 8, 16, 32, 64),
     gpus_per_server: int = tp.GPUS_PER_SERVER,
-    intra: str = tp.INTRA,
+    intra: str | None = None,
     inter: str = tp.INTER,
-    peak_flops: float = tp.H100_SXM_BF16_DENSE_FLOPS,
+    peak_flops: float | None = None,
+    gpu: str | None = None,
 ) -> go.Figure:
     """Communication time per layer (forward + backward, one micro-batch) against t for
     NCCL's model and the two alpha-beta topologies of
@@ -325,7 +326,20 @@ def comm_time_figure(
     the one-NIC teaching case), with the ideal compute time per GPU, and the server boundary
     marked. ``ts``: at most MAX_TS sizes; those that do not divide h, or cross the boundary
     without filling whole servers, are left out. NCCL's curve is left out for links its
-    model does not cover (P100), and the title says so."""
+    model does not cover (P100), and the title says so. ``intra`` defaults to NVLink 4 and
+    ``peak_flops`` to the H100 SXM's dense bf16 peak; ``gpu`` (a key of
+    :data:`scaleout.tensor_parallel.network.GPU_NVLINK`) sets both instead
+    (:func:`scaleout.tensor_parallel.gpu_server`), and then neither may be given. The
+    subtitle states the peak and what stays fixed."""
+    if gpu is not None:
+        for name, value in (("intra", intra), ("peak_flops", peak_flops)):
+            if value is not None:
+                raise checks.fail(name, "None when gpu is given (gpu sets it)", value)
+        server = tp.gpu_server(gpu)
+        intra, peak_flops = server.intra, server.peak_flops
+    intra = tp.INTRA if intra is None else intra
+    peak_flops = tp.H100_SXM_BF16_DENSE_FLOPS if peak_flops is None else peak_flops
+    peak_flops = checks.positive("peak_flops", peak_flops, 1e18)
     h = checks.integer("h", h, 1, tp.MAX_HIDDEN)
     g = checks.integer("gpus_per_server", gpus_per_server, 1, tp.MAX_T)
     ts = checks.array("ts", ts, ndim=1, integer=True, low=1, high=tp.MAX_T, max_size=MAX_TS)
@@ -387,12 +401,13 @@ def comm_time_figure(
         align="right",
         font=dict(size=12, color="#555"),
     )
+    whose = f"the {gpu}'s" if gpu else "a"
     fig.update_layout(
         title_text=f"Tensor-parallel communication per layer, b = {b}, s = {s}, h = {h}<br>"
-        f"<sup>{intra} inside a server, {inter} per GPU between servers; "
-        f"{dtype_bytes:g}-byte values"
-        + ("" if nccl_ok else f"; NCCL's model has no {intra}")
-        + "</sup>",
+        f"<sup>{intra} inside a server, {inter} per GPU between servers; compute at "
+        f"{whose} dense peak of {peak_flops / 1e12:g} "
+        f"TFLOP/s<br>fixed: {gpus_per_server} GPUs per server, {dtype_bytes:g}-byte values, "
+        "nothing overlapped" + ("" if nccl_ok else f"; NCCL's model has no {intra}") + "</sup>",
         xaxis=dict(type="log", title_text="tensor-parallel GPUs t", tickvals=ts),
         yaxis=dict(
             type="log",
@@ -401,7 +416,7 @@ def comm_time_figure(
             ticktext=[f"{v:g}" for v in _TICKS_125],
         ),
         legend=dict(orientation="h", x=0.0, y=-0.2, yanchor="top"),
-        margin=dict(t=70, b=110),
+        margin=dict(t=95, b=110),
     )
     return fig
 
