@@ -31,6 +31,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from .. import checks, hardware
+from ..compute import published as _compute_published
 from .overlap import layer_overlap
 from .sizes import t_size
 from .traffic import H100_SXM_BF16_DENSE_FLOPS, TOPOLOGIES, layer_comm_seconds, layer_flops
@@ -153,14 +154,10 @@ def pair_agreement(score) -> dict:
 #: The measured forward and backward milliseconds of one transformer layer of the 22B model
 #: of Korthikanti et al. (MLSys 2023) in their Table 4, per (recomputation, sequence
 #: parallelism); the layer is their Table 3's, h = 6144, 64 heads, s = 2048, micro-batch 4,
-#: t = 8 on one DGX A100 of Selene.
-TABLE_4 = {
-    ("none", False): (7.7, 11.9),
-    ("none", True): (7.2, 11.8),
-    ("full", False): (7.7, 19.5),
-    ("selective", False): (7.7, 13.2),
-    ("selective", True): (7.2, 13.1),
-}
+#: t = 8 on one DGX A100 of Selene. One copy of the table: chapter 13's
+#: :data:`scaleout.compute.published.KORTHIKANTI_TABLE4`.
+TABLE_4 = {(row.recompute, row.sp): (row.forward_ms, row.backward_ms)
+           for row in _compute_published.KORTHIKANTI_TABLE4}  # fmt: skip
 TABLE_4_LAYER = dict(b=4, s=2048, h=6144, heads=64, t=8, intra="nvlink3-a100", inter="nic-200g")
 
 
