@@ -694,3 +694,24 @@ def test_demo_rejects_bad_arguments_before_starting():
     with pytest.raises(SystemExit) as info:
         demo.main(["--steps", "0"])
     assert info.value.code == 2
+
+
+def test_chapter_example_placement_one_gpu_and_nic_per_server_priced_by_nccl():
+    # Regression (review of chapter 2): the example's text, code and asserts use one
+    # placement: 64 DGX H100 servers, one GPU and its own 400 Gb/s NIC each, reached over
+    # PCIe Gen5 (48 GB/s), which is what binds NCCL's ring channels.
+    from scaleout import compute
+
+    net = D.dp_network(64)
+    assert (net.gpus_per_node, net.nics_per_node, net.nodes, net.nic_gbps) == (1, 1, 64, 400.0)
+    assert net.pcie_bw == 48.0 and nccl.predict("allreduce", 700e6, net).algorithm == "ring"
+    # the compute rate comes from chapter 13's model (GPT-3 Medium layer, 16,384 tokens)
+    layer = compute.Layer(hidden=1024, heads=16, seq=2048)
+    rate = compute.layer_time(layer, 8, "H100-SXM").tflops_per_gpu * 1e12
+    assert 500e12 < rate < compute.published.mamf("NVIDIA H100 SXM").tflops * 1e12
+    naive, ddp = D.uniform_model_timelines(350e6, 96, 64, network=net, flops_per_s=rate,
+                                           bucket_cap_mb=400)  # fmt: skip
+    # 400 MiB caps: the last bucket waits for the first bucket's all-reduce, which ends
+    # after the backward pass
+    assert ddp.end_s[0] > ddp.backward_s and ddp.start_s[1] == pytest.approx(ddp.end_s[0])
+    assert naive.backward_s == pytest.approx(4 * 350e6 * 16384 / rate)

@@ -241,3 +241,40 @@ def test_summit_figure_draws_measured_points_and_model_lines():
     assert fig.layout.xaxis.type == "log" and fig.layout.yaxis.title.text.endswith("(µs)")
     with pytest.raises(ValueError, match="comparison must be"):
         VT.summit_figure("Summit")
+
+
+def test_caps_table_figure_shades_the_fastest_step_and_rejects_bad_input():
+    from scaleout import data_parallel as D
+    from scaleout.viz import data_parallel as VD
+
+    net = D.dp_network(64)
+    pairs = [D.uniform_model_timelines(350e6, 96, 64, network=net, bucket_cap_mb=c)
+             for c in (1, 25, 400)]  # fmt: skip
+    fig = VD.caps_table_figure(["1", "25", "400"], pairs[0][0], [p[1] for p in pairs])
+    heat = fig.data[0]
+    assert list(heat.y) == ["naive (one, after backward)", "1", "25", "400"]
+    steps = [pairs[0][0].step_s] + [p[1].step_s for p in pairs]
+    fastest = int(np.argmin(steps))
+    assert [row[0] for row in heat.z] == [int(i == fastest) for i in range(4)]
+    assert heat.text[fastest][3] == f"{steps[fastest] * 1e3:.1f} ms"
+    with pytest.raises(ValueError, match="one timeline per label"):
+        VD.caps_table_figure(["1", "25"], pairs[0][0], [p[1] for p in pairs])
+    with pytest.raises(ValueError, match="labels"):
+        VD.caps_table_figure([], pairs[0][0], [])
+
+
+def test_accumulation_table_figure_shades_rows_where_no_sync_wins():
+    from scaleout import data_parallel as D
+    from scaleout.viz import data_parallel as VD
+
+    _, ddp = D.uniform_model_timelines(350e6, 96, 64, network=D.dp_network(64, nic_gbps=100))
+    rows = {f"k = {k}": (D.accumulation(ddp, k), D.accumulation(ddp, k, no_sync=False))
+            for k in (1, 4)}  # fmt: skip
+    heat = VD.accumulation_table_figure(rows).data[0]
+    assert list(heat.y) == ["k = 1", "k = 4"]
+    assert [row[0] for row in heat.z] == [0, 1]  # k = 1: the same step
+    assert heat.text[1][1] == "25" and heat.text[1][3] == "100"
+    with pytest.raises(ValueError, match="pair"):
+        VD.accumulation_table_figure({"k = 1": rows["k = 1"][0]})
+    with pytest.raises(ValueError, match="rows"):
+        VD.accumulation_table_figure({})

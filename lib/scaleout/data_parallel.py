@@ -736,8 +736,9 @@ def uniform_model_timelines(
     """(naive, DDP) timelines of one step of a model of ``n_params`` parameters in
     ``n_layers`` equal tensors (:func:`uniform_layers`), ``tokens`` per rank per step,
     backward at ``flops_per_s`` (:func:`backward_seconds`; forward = half the backward;
-    the default 400 TFLOP/s per GPU is an *achieved* rate, that of Llama 3 405B's training
-    on H100s, Dubey et al. 2024, Table 4, not a peak: chapter 13 prices layers from shapes),
+    the default 400 TFLOP/s per GPU is a round *achieved* rate, that of Llama 3 405B's
+    training on H100s, Dubey et al. 2024, Table 4, not a peak; chapter 2 passes instead the
+    rate :func:`scaleout.compute.layer_time` predicts for its example's layer shape),
     gradients of ``bytes_per_param`` bytes on the wire (2: bf16 weights, or fp32 weights
     with a bf16 compression hook; 4: fp32 without one; at most 16), caps from
     :func:`bucket_caps`; all-reduces priced on ``network`` (NCCL's model) or by

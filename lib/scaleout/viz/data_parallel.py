@@ -20,7 +20,7 @@ import plotly.colors
 import plotly.graph_objects as go
 
 from .. import checks
-from ..data_parallel import Buckets, StepTimeline
+from ..data_parallel import Accumulation, Buckets, StepTimeline
 from .animate import animation
 from .theme import NEUTRAL, new_figure, rank_color
 
@@ -381,3 +381,61 @@ def cap_sweep_figure(caps_mib, ddp: Sequence[StepTimeline], naive: StepTimeline)
         yaxis=dict(title_text="time per step (ms)", rangemode="tozero"),
     )
     return fig
+
+
+#: Most rows of :func:`caps_table_figure`.
+MAX_TABLE_ROWS = 40
+
+
+def caps_table_figure(labels: Sequence[str], naive: StepTimeline, ddp: Sequence[StepTimeline],
+                      title: str = "One step for each bucket cap") -> go.Figure:  # fmt: skip
+    """The naive step and one DDP timeline per bucket cap as a table (drawn by
+    :func:`scaleout.viz.memory.table_figure`): buckets, all-reduce total, exposed, step;
+    the row of the fastest step is shaded. ``labels`` names the caps, one per timeline."""
+    from .memory import table_figure
+
+    naive = _timeline("naive", naive)
+    if not isinstance(labels, list | tuple) or not 1 <= len(labels) <= MAX_TABLE_ROWS:
+        raise checks.fail("labels", f"a list of 1 to {MAX_TABLE_ROWS} cap names", labels)
+    if not isinstance(ddp, list | tuple) or len(ddp) != len(labels):
+        raise checks.fail("ddp", f"a list of one timeline per label ({len(labels)})", ddp)
+    ddp = [_timeline(f"ddp[{i}]", t) for i, t in enumerate(ddp)]
+    timelines = [naive, *ddp]
+    rows = ["naive (one, after backward)", *(checks.text("labels entry", x, 80) for x in labels)]
+    steps = [t.step_s for t in timelines]
+    checks.finite_result("the step times", np.array(steps))
+    fastest = int(np.argmin(steps))
+    text = [[str(len(t.buckets)), f"{t.comm_s * 1e3:.1f} ms", f"{t.exposed_comm_s * 1e3:.1f} ms",
+             f"{t.step_s * 1e3:.1f} ms"] for t in timelines]  # fmt: skip
+    shaded = [[i == fastest] * 4 for i in range(len(rows))]
+    columns = ["buckets", "all-reduce total", "exposed", "step"]
+    return table_figure(rows, columns, text, shaded, checks.text("title", title, 300),
+                        shade_name="fastest step", row_title="bucket cap")  # fmt: skip
+
+
+def accumulation_table_figure(rows, title: str = "Gradient accumulation: one optimizer step"):
+    """``rows``: a mapping from a row label to a (no_sync, sync every micro-step) pair of
+    :class:`~scaleout.data_parallel.Accumulation` records, drawn as a table (step time and
+    bucket all-reduces of each); rows where ``no_sync`` is the faster step are shaded."""
+    from .memory import table_figure
+
+    if not isinstance(rows, dict) or not 1 <= len(rows) <= MAX_TABLE_ROWS:
+        raise checks.fail("rows", f"a dict of 1 to {MAX_TABLE_ROWS} labelled pairs", rows)
+    labels, text, shaded = [], [], []
+    for label, pair in rows.items():
+        labels.append(checks.text("rows key", label, 80))
+        if not isinstance(pair, tuple) or len(pair) != 2:
+            raise checks.fail(f"rows[{label!r}]", "a (no_sync, sync) pair of Accumulation", pair)
+        quiet, loud = (checks.instance(f"rows[{label!r}]", a, Accumulation, "an Accumulation")
+                       for a in pair)  # fmt: skip
+        text.append([f"{quiet.step_s * 1e3:.1f} ms", str(quiet.allreduces),
+                     f"{loud.step_s * 1e3:.1f} ms", str(loud.allreduces)])  # fmt: skip
+        shaded.append([quiet.step_s < loud.step_s] * 4)
+    columns = [
+        "step, no_sync",
+        "all-reduces, no_sync",
+        "step, sync every micro-step",
+        "all-reduces, sync",
+    ]
+    return table_figure(labels, columns, text, shaded, checks.text("title", title, 300),
+                        shade_name="no_sync is faster", row_title="NIC, micro-steps k")  # fmt: skip
