@@ -591,3 +591,20 @@ def test_nccl_respects_the_bound_of_its_algorithm(p, nbytes):
     ring = nccl.predict("allreduce", nbytes, topo, algorithm="ring")
     assert best.seconds >= T.allreduce_bound(p, nbytes, 450.0, in_network=True)
     assert ring.seconds >= T.allreduce_bound(p, nbytes, 450.0)
+
+
+def test_titles_say_what_the_figure_shows():  # review 3, chapter 11 item 4
+    def ring(c):
+        return T.dp_allreduce(c, GB)
+
+    fig = VT.traffic_figure(ring, 8, 4, headline="Only hops that leave a group climb")
+    title = fig.layout.title.text
+    assert title.startswith("Only hops that leave a group climb<br><sup>DP ring all-reduce, ")
+    assert "8 servers × 4 GPUs, 1 GB per GPU" in title and "orange width" not in title
+    assert VT.traffic_figure(ring, 2, 4).layout.title.text.startswith("DP ring all-reduce<br>")
+    with pytest.raises(ValueError, match="headline must be"):
+        VT.traffic_figure(ring, 2, 4, headline="")
+    bars = VT.allreduce_times(T.allreduce_scenarios(4, 8, 450.0, 50.0), "t")
+    assert all("GPUs reduce" in trace.name for trace in bars.data[:2])
+    timeline = VT.nvlink_timeline("per GPU", "bidirectional")
+    assert "third-party copies" in timeline.layout.title.text

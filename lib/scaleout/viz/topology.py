@@ -523,8 +523,8 @@ def allreduce_times(timings: dict, title: str, nccl_times: dict | None = None) -
     fluid = [n for n in names if n in timings]
     fig = go.Figure(layout=dict(template=template()))
     for label, key, color in (
-        ("fluid bound: bandwidth term", "bandwidth_s", rank_color(0)),
-        ("fluid bound: latency term (steps × α)", "latency_s", rank_color(1)),
+        ("fluid bound, GPUs reduce: bandwidth term", "bandwidth_s", rank_color(0)),
+        ("fluid bound, GPUs reduce: latency term (steps × α)", "latency_s", rank_color(1)),
     ):
         fig.add_bar(
             y=fluid,
