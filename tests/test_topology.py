@@ -10,6 +10,7 @@ from scaleout import costmodel as M
 from scaleout import hardware as H
 from scaleout import nccl, trees
 from scaleout import topology as T
+from scaleout.nccl import published
 from scaleout.viz import topology as VT
 
 GB = 1e9
@@ -547,3 +548,63 @@ def test_nccl_scenarios_check_their_inputs():
         VT.allreduce_times(fluid, "t", {"x": 1.0})
     with pytest.raises(ValueError, match="nccl_times label must be"):
         VT.allreduce_times(fluid, "t", {T.SCENARIOS[0]: nccl.predict("allreduce", 1e6, "dgx-h100")})
+
+
+# --- what the fluid bound assumes: the GPUs reduce (review 3, chapter 11 item 1) ------------
+def test_allreduce_bound_closed_forms():
+    assert T.allreduce_bound(8, GB, 450.0) == pytest.approx(2 * 7 / 8 * GB / 450e9)
+    assert T.allreduce_bound(8, GB, 450.0, in_network=True) == pytest.approx(GB / 450e9)
+    assert T.allreduce_bound(1, GB, 450.0) == T.allreduce_bound(1, GB, 450.0, True) == 0.0
+    assert T.allreduce_bound(2, GB, 50.0) == T.allreduce_bound(2, GB, 50.0, True)  # 2(1/2) = 1
+    one = T.Cluster(servers=1, gpus_per_server=8)
+    ring = T.traffic_time(one, T.tp_allreduce(one, GB))
+    assert ring.bandwidth_s == pytest.approx(T.allreduce_bound(8, GB, 450.0))  # ring meets it
+    with pytest.raises(ValueError, match="gpus must be"):
+        T.allreduce_bound(0, GB, 450.0)
+    with pytest.raises(ValueError, match="in_network must be"):
+        T.allreduce_bound(8, GB, 450.0, in_network=1)
+    with pytest.raises(ValueError, match="gb_per_s must be"):
+        T.allreduce_bound(8, GB, 0.0)
+    with pytest.raises(ValueError, match="allreduce_bound"):
+        T.allreduce_bound(8, 1e308, 1e-300)
+
+
+def test_nvls_measurements_beat_the_gpu_reduction_bound_not_the_in_network_one():
+    # a floor that a real system beats is not a floor: NVLS's published 480 GB/s bus
+    # bandwidth on 8 H200s (450 GB/s NVLink per direction) is above what any algorithm in
+    # which the GPUs reduce can reach, and below the in-network bound
+    rows = {r["label"]: r for r in published.rows()}
+    nvls, ring = rows["8xH200 1 node, NVLS"], rows["8xH200 1 node, NVLS off"]
+    n, p = nvls["nbytes"], nvls["ranks"]
+    cap = M.busbw("allreduce", n, T.allreduce_bound(p, n, 450.0), p) / 1e9
+    cap_in = M.busbw("allreduce", n, T.allreduce_bound(p, n, 450.0, True), p) / 1e9
+    assert cap == pytest.approx(450.0) and cap_in == pytest.approx(787.5)
+    assert nvls["algorithm"] == "nvls" and cap < nvls["measured"] < cap_in
+    assert ring["algorithm"] == "ring" and ring["measured"] < cap
+
+
+@settings(max_examples=60, deadline=None)
+@given(p=st.integers(2, 8), nbytes=st.floats(1e3, 1e11))
+def test_nccl_respects_the_bound_of_its_algorithm(p, nbytes):
+    topo = nccl.topology("dgx-h100").group(p, 1)
+    best = nccl.predict("allreduce", nbytes, topo)
+    ring = nccl.predict("allreduce", nbytes, topo, algorithm="ring")
+    assert best.seconds >= T.allreduce_bound(p, nbytes, 450.0, in_network=True)
+    assert ring.seconds >= T.allreduce_bound(p, nbytes, 450.0)
+
+
+def test_titles_say_what_the_figure_shows():  # review 3, chapter 11 item 4
+    def ring(c):
+        return T.dp_allreduce(c, GB)
+
+    fig = VT.traffic_figure(ring, 8, 4, headline="Only hops that leave a group climb")
+    title = fig.layout.title.text
+    assert title.startswith("Only hops that leave a group climb<br><sup>DP ring all-reduce, ")
+    assert "8 servers × 4 GPUs, 1 GB per GPU" in title and "orange width" not in title
+    assert VT.traffic_figure(ring, 2, 4).layout.title.text.startswith("DP ring all-reduce<br>")
+    with pytest.raises(ValueError, match="headline must be"):
+        VT.traffic_figure(ring, 2, 4, headline="")
+    bars = VT.allreduce_times(T.allreduce_scenarios(4, 8, 450.0, 50.0), "t")
+    assert all("GPUs reduce" in trace.name for trace in bars.data[:2])
+    timeline = VT.nvlink_timeline("per GPU", "bidirectional")
+    assert "third-party copies" in timeline.layout.title.text

@@ -22,8 +22,11 @@ the bytes go* (:func:`link_loads`, :func:`tier_bytes`). Its time, :func:`traffic
 per phase ``steps * alpha`` plus the busiest link's bytes over that link's bandwidth: the
 **fluid bound** that pipelined collectives (chunked rings and trees) approach. For one ring
 this is exactly the alpha-beta ring cost of :mod:`scaleout.costmodel` (Thakur et al. 2005).
-It is a floor on time, not a prediction: what NCCL actually takes (its channels at a
-per-channel speed below the link's, its protocols, its choice between ring and tree,
+It is a floor on the time of the pattern it prices, not a prediction, and it assumes what
+every pattern here does: the GPUs do the reduction. In-network reduction (NVLS in the
+NVSwitches, SHARP in InfiniBand switches) sends each byte once and beats that floor; the
+bounds of both kinds are :func:`allreduce_bound`. What NCCL actually takes (its channels at
+a per-channel speed below the link's, its protocols, its choice between ring, tree and NVLS,
 chapter 10) is :func:`nccl_allreduce_scenarios`, NCCL's own cost model
 (:mod:`scaleout.nccl`), priced beside the fluid bound.
 
@@ -757,6 +760,30 @@ def allreduce_scenarios(
         (rails, flat_ring_allreduce(rails, nbytes, channels=1)),
     )
     return {name: traffic_time(c, t) for name, (c, t) in zip(SCENARIOS, patterns, strict=True)}
+
+
+def allreduce_bound(gpus: int, nbytes: float, gb_per_s: float, in_network: bool = False) -> float:
+    """Bandwidth lower bound, in seconds, on an all-reduce of ``nbytes`` per GPU over
+    ``gpus`` GPUs, each attached to a non-blocking fabric at ``gb_per_s`` per direction
+    (latency not counted).
+
+    * ``in_network=False``, the GPUs reduce: every GPU must send and receive
+      :math:`2\\frac{p-1}{p}n` bytes (Patarasuk & Yuan 2009), which the ring meets. This
+      caps the bus bandwidth (nccl-tests' ``busbw``) at ``gb_per_s``.
+    * ``in_network=True``, the switches reduce (NVLS in the NVSwitch, SHARP in InfiniBand
+      switches; Graham et al. 2016): each GPU sends its :math:`n` bytes once and receives
+      the sum once, :math:`n / B`, and the bus bandwidth can reach
+      :math:`2\\frac{p-1}{p}` times ``gb_per_s``.
+
+    One GPU has nothing to exchange: 0 s. Limits: ``gpus`` at most ``MAX_GPUS``."""
+    p = checks.integer("gpus", gpus, 1, MAX_GPUS)
+    n = checks.nonnegative("nbytes", nbytes)
+    bw = checks.positive("gb_per_s", gb_per_s) * 1e9
+    checks.boolean("in_network", in_network)
+    if p == 1:
+        return 0.0
+    sent = n if in_network else 2 * (p - 1) / p * n
+    return checks.finite_result("allreduce_bound", sent / bw)
 
 
 #: The scenarios of :func:`nccl_allreduce_scenarios` (NCCL's model, chapter 10).

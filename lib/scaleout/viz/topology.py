@@ -51,7 +51,7 @@ def nvlink_timeline(scope: str = "per GPU", direction: str = "bidirectional") ->
     hover = [
         f"NVLink {r.generation} ({r.gpu}, {r.year}): {r.links} links × "
         f"{r.per_link.label('GB/s', direction)} per link = {r.per_gpu.label('GB/s', direction)}"
-        f" per GPU" + (" (secondary source)" if r.secondary else "")
+        f" per GPU" + (" (read in third-party copies)" if r.secondary else "")
         for r in rows
     ]
     fig = go.Figure(layout=dict(template=template()))
@@ -73,8 +73,8 @@ def nvlink_timeline(scope: str = "per GPU", direction: str = "bidirectional") ->
         showlegend=False,
     )
     fig.update_layout(
-        title_text=f"NVLink bandwidth {scope}, {direction}<br><sup>open circles: secondary "
-        "sources (P100, V100)</sup>",
+        title_text=f"NVLink bandwidth {scope}, {direction}<br><sup>open circles (P100, V100): "
+        "NVIDIA's figure as read in third-party copies</sup>",
         margin=dict(t=70),
         xaxis=dict(
             title_text="year of the GPU (NVLink generation 1 to 5)", dtick=1, range=[2015.2, 2024.8]
@@ -433,12 +433,17 @@ def traffic_figure(
     nbytes: float = 1e9,
     rail_group: int = 4,
     tor_group: int = 2,
+    headline: str | None = None,
 ) -> go.Figure:
     """The same traffic ``pattern`` (a function cluster -> Traffic) on a rail-optimized
     fabric (top) and a top-of-rack fabric (bottom). Orange line width is proportional to
     the bytes a link carries in its busier direction; hover a link for both directions.
-    ``nbytes`` is the size the title states (the pattern decides what it sends)."""
+    ``nbytes`` is the size the subtitle states (the pattern decides what it sends).
+    ``headline`` is the title: what the figure shows (default: the pattern's name); the
+    subtitle names the pattern, the cluster and the size."""
     pattern = checks.function("pattern", pattern)
+    if headline is not None:
+        headline = checks.text("headline", headline, 120)
     servers = checks.integer("servers", servers, 1, MAX_DRAWN_GPUS)
     gpus_per_server = checks.integer("gpus_per_server", gpus_per_server, 1, MAX_DRAWN_GPUS)
     if servers * gpus_per_server > MAX_DRAWN_GPUS:
@@ -482,9 +487,8 @@ def traffic_figure(
     fig.update_annotations(font_size=12)
     fig.update_layout(
         template=template(),
-        title_text=f"{traffics[0].name}, {servers} servers × {gpus_per_server} GPUs, "
-        f"{nbytes / 1e9:g} GB per GPU<br><sup>orange width ∝ bytes per direction · GPU colour "
-        "and number: local rank · hover a link</sup>",
+        title_text=f"{headline or traffics[0].name}<br><sup>{traffics[0].name}, {servers} "
+        f"servers × {gpus_per_server} GPUs, {nbytes / 1e9:g} GB per GPU</sup>",
         height=740,
         margin=dict(t=130, l=80, r=10),
     )
@@ -519,8 +523,8 @@ def allreduce_times(timings: dict, title: str, nccl_times: dict | None = None) -
     fluid = [n for n in names if n in timings]
     fig = go.Figure(layout=dict(template=template()))
     for label, key, color in (
-        ("fluid bound: bandwidth term", "bandwidth_s", rank_color(0)),
-        ("fluid bound: latency term (steps × α)", "latency_s", rank_color(1)),
+        ("fluid bound, GPUs reduce: bandwidth term", "bandwidth_s", rank_color(0)),
+        ("fluid bound, GPUs reduce: latency term (steps × α)", "latency_s", rank_color(1)),
     ):
         fig.add_bar(
             y=fluid,
