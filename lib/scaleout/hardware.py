@@ -113,7 +113,11 @@ def _nvlink(gen: int, gpu: str, links: int, per_link: float, secondary: bool) ->
     total = links * per_link  # bidirectional, GB/s
     note = f"{total:g} GB/s bidirectional per GPU, stored as {total / 2:g} GB/s per direction. "
     if secondary:
-        note += "Per-GPU figure marked secondary in the book's facts; confirm in the datasheet. "
+        note += (
+            "A secondary figure: NVIDIA's specification, read only in third-party copies "
+            "(Microway's P100 page, Dell EMC's V100 reference guide; chapter 11), not in "
+            "the whitepaper. "
+        )
     return LinkPreset(
         f"nvlink{gen}-{gpu.lower()}", "nvlink", total / 2, 1e-6,
         _NV_SRC.format(gpu=gpu, links=links, per=f"{per_link:g}", tot=f"{total:g}"),
