@@ -316,10 +316,10 @@ def exposed_comm_seconds(comm_seconds, compute_seconds, pieces=1):
     return _out("exposed seconds", np.maximum(c, k) - k + np.minimum(c, k) / n)
 
 
-#: Shares of a ZeRO-3 micro-batch's communication and compute in the forward pass: one of
-#: its three psi-sized collectives (the forward all-gather; the backward has an all-gather
-#: and the reduce-scatter) and one of three FLOP units (the backward costs about twice the
-#: forward). The backward has the rest.
+#: The forward pass's share of a ZeRO-3 micro-batch's communication and of its compute, one
+#: third of each. Of the three psi-sized collectives the forward runs one all-gather, the
+#: backward the other all-gather and the reduce-scatter; the backward costs about twice the
+#: forward's FLOPs. The backward has the rest.
 ZERO3_FORWARD_SHARE = 1.0 / 3.0
 
 

@@ -418,6 +418,40 @@ def min_dp_table(need, activations, gpu_bytes=M.DEFAULT_GPU_BYTES) -> go.Figure:
                         "(micro-batch 1)", shade_name="fits at some N_d")  # fmt: skip
 
 
+def published_table(names: Sequence[str], measured, predicted, fitted) -> go.Figure:
+    """Measured against modelled TFLOP/s per GPU as a table: one row per run (``names``),
+    the ``measured`` column, then for each model variant (``predicted``: label -> one
+    value per run) its prediction and its error (prediction / measured - 1); the cells of
+    the rows a variant was fitted on (``fitted``: label -> row indices) are shaded."""
+    if not _is_list(names) or not 1 <= len(names) <= 4 * MAX_TABLE_MODELS:
+        raise checks.fail("names", f"a sequence of 1 to {4 * MAX_TABLE_MODELS} run names", names)
+    n = len(names)
+    meas = checks.array("measured", measured, ndim=1, low=0.0, low_open=True, max_size=n)
+    if meas.shape != (n,):
+        raise checks.fail("measured", f"{n} values, one per run", measured)
+    if not isinstance(predicted, Mapping) or not 1 <= len(predicted) <= 4:
+        raise checks.fail("predicted", "a mapping of 1 to 4 labels -> predictions", predicted)
+    if not isinstance(fitted, Mapping) or set(fitted) != set(predicted):
+        raise checks.fail("fitted", "a mapping with the labels of predicted", fitted)
+    columns, text, shaded = ["measured"], [[f"{m:.3g}"] for m in meas], [[False] for _ in meas]
+    for label, values in predicted.items():
+        checks.text("predicted label", label, 30)
+        pred = checks.array(f"predicted[{label!r}]", values, ndim=1, low=0.0, max_size=n)
+        if pred.shape != (n,):
+            raise checks.fail(f"predicted[{label!r}]", f"{n} values, one per run", values)
+        rows = fitted[label]
+        if not _is_list(rows):
+            raise checks.fail(f"fitted[{label!r}]", "a sequence of row indices", rows)
+        rows = {checks.integer(f"fitted[{label!r}] entry", r, 0, n - 1) for r in rows}
+        columns += [label, f"error, {label}"]
+        for i in range(n):
+            text[i] += [f"{pred[i]:.3g}", f"{pred[i] / meas[i] - 1:+.0%}"]
+            shaded[i] += [i in rows] * 2
+    return table_figure(list(names), columns, text, shaded,
+                        "TFLOP/s per GPU: measured (Narayanan et al. 2021, Table 2) and modelled",
+                        shade_name="row the variant was fitted on")  # fmt: skip
+
+
 def _grid(name: str, grid, shape, kind) -> list:
     """A list of ``shape[0]`` rows of ``shape[1]`` entries of type ``kind``."""
     what = f"{shape[0]} rows of {shape[1]} {'strings' if kind is str else 'booleans'}"
