@@ -15,7 +15,7 @@ pass that activation recomputation repeats. The global batch is 1536 (174.6B) an
 The model (chapter 6, :func:`predict`): per GPU and micro-batch of ``b`` sequences, compute
 K = eq. 3 FLOPs of b sequences / ``rate``; communication C = two all-gathers and one
 reduce-scatter of the 2 psi bytes of fp16 parameters (``memory.COMM_PATTERN[3]``), each
-priced with NCCL's model on the run's servers (:func:`scaleout.nccl.predict`); the exposed
+priced with NCCL's model on the run's servers (:func:`scaleout.nccl.model.predict`); the exposed
 part :func:`scaleout.memory.zero3_exposed_seconds` (C, K, L); the step m (K + exposed) for
 m = batch / (gpus b) micro-batches (ZeRO-3 gathers again for every micro-batch). Nothing
 else: no optimizer step, no data loading, no per-collective overhead of DeepSpeed. One
@@ -72,7 +72,7 @@ class Zero3Run:
 
     @property
     def microbatches(self) -> int:
-        """Micro-batches per GPU and step: batch / (gpus x microbatch)."""
+        """The number of micro-batches per GPU and step, batch / (gpus x microbatch)."""
         return self.batch // (self.gpus * self.microbatch)
 
 
