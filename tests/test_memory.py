@@ -226,7 +226,9 @@ def test_activations_korthikanti_table2():
     assert sp == pytest.approx(sbh * (34 / t + 5 * a * s / (h * t)))
     sel = M.activation_bytes_per_layer(s, b, h, a, "selective", tp=t, sequence_parallel=True)
     assert sel == pytest.approx(sbh * 34 / t)
-    assert M.activation_bytes(36, s, b, h, a, "full") == 36 * 2 * sbh
+    # full recomputation: the 2 s b h checkpoints of every layer, plus the full activations
+    # of the one layer whose forward is rerun for its backward (review 3, ch. 6 item 4)
+    assert M.activation_bytes(36, s, b, h, a, "full") == 36 * 2 * sbh + sbh * (34 + 5 * a * s / h)
     # vectorised over the sequence length; the attention term grows as s^2
     seqs = np.array([1024, 2048, 4096])
     none = M.activation_bytes_per_layer(seqs, b, h, a)
@@ -574,3 +576,91 @@ def test_max_error_flags_mismatch():
     assert Z.max_error(a, [torch.zeros(3)]) == 0.0
     assert math.isinf(Z.max_error(a, [torch.ones(3)]))
     assert math.isinf(Z.max_error(a, [torch.zeros(4)]))
+
+
+def test_full_recompute_peak_holds_one_layer_in_full():
+    # Regression (review 3, chapter 6 item 4): the full-recompute peak missed the layer being
+    # recomputed. With FlashAttention that layer keeps s b h (34 + 4 a / h).
+    s, b, h, a = 2048, 1, 4096, 32
+    sbh = s * b * h
+    for flash, working in ((False, sbh * (34 + 5 * a * s / h)), (True, sbh * (34 + 4 * a / h))):
+        got = M.activation_bytes(36, s, b, h, a, "full", flash_attention=flash)
+        assert got == pytest.approx(36 * 2 * sbh + working)
+        assert got - M.activation_bytes(35, s, b, h, a, "full", flash_attention=flash) == 2 * sbh
+    # one layer: its checkpoint and its own full activations
+    one = M.activation_bytes(1, s, b, h, a, "full")
+    assert one == 2 * sbh + M.activation_bytes_per_layer(s, b, h, a)
+    # tensor parallelism divides the recomputed layer like the others
+    t = M.activation_bytes(36, s, b, h, a, "full", tp=8, sequence_parallel=True)
+    assert t == pytest.approx(36 * 2 * sbh + sbh * (34 / 8 + 5 * a * s / (h * 8)))
+
+
+def test_zero3_exposed_seconds_is_two_passes_of_layers_pieces():
+    # Regression (review 3, chapter 6 item 2): the exposure is per pass, L pieces each; the
+    # sum over the passes equals one formula with n = L (both passes have the ratio C/K).
+    for c, k in ((0.93, 0.23), (0.116, 0.23), (1.0, 1.0), (0.0, 0.5), (0.5, 0.0)):
+        got = M.zero3_exposed_seconds(c, k, 36)
+        f = M.ZERO3_FORWARD_SHARE
+        by_pass = M.exposed_comm_seconds(f * c, f * k, 36) + M.exposed_comm_seconds(
+            (1 - f) * c, (1 - f) * k, 36
+        )
+        assert got == pytest.approx(by_pass) == pytest.approx(M.exposed_comm_seconds(c, k, 36))
+        assert got >= c - k - 1e-15 and got <= c + 1e-15
+    # compute-bound: the first all-gather of each pass, C/L in all
+    assert M.zero3_exposed_seconds(0.116, 0.23, 36) == pytest.approx(0.116 / 36)
+    # not the 2L-piece formula the prose used to state
+    assert M.zero3_exposed_seconds(0.116, 0.23, 36) > M.exposed_comm_seconds(0.116, 0.23, 72)
+    np.testing.assert_allclose(M.zero3_exposed_seconds(np.array([0.93, 0.116]), 0.23, 36),
+                               [0.93 - 0.23 + 0.23 / 36, 0.116 / 36])  # fmt: skip
+    for bad in (0, 1.5, True, "36", 2**21):
+        with pytest.raises(ValueError, match="layers"):
+            M.zero3_exposed_seconds(0.9, 0.2, bad)
+    with pytest.raises(ValueError, match="comm_seconds"):
+        M.zero3_exposed_seconds(float("nan"), 0.2, 4)
+
+
+@settings(max_examples=150, deadline=None)
+@given(c=st.floats(0, 1e4), k=st.floats(0, 1e4), layers=st.integers(1, 2**20))
+def test_zero3_exposed_seconds_properties(c, k, layers):
+    e = M.zero3_exposed_seconds(c, k, layers)
+    assert np.isfinite(e) and max(c - k, 0.0) - 1e-9 * (c + k) <= e <= c + 1e-9 * (c + k)
+    assert e == pytest.approx(M.exposed_comm_seconds(c, k, layers), rel=1e-9, abs=1e-12)
+
+
+@settings(max_examples=150, deadline=None)
+@given(
+    layers=st.integers(1, 512),
+    seq=st.integers(1, 2**17),
+    batch=st.integers(1, 64),
+    heads=st.sampled_from([8, 32, 128]),
+    flash=st.booleans(),
+)
+def test_full_recompute_peak_between_checkpoints_and_no_recompute(layers, seq, batch, heads,
+                                                                  flash):  # fmt: skip
+    hidden = 128 * heads
+    full = M.activation_bytes(layers, seq, batch, hidden, heads, "full", flash_attention=flash)
+    none = M.activation_bytes(layers, seq, batch, hidden, heads, "none", flash_attention=flash)
+    checkpoints = layers * 2.0 * seq * batch * hidden
+    assert np.isfinite(full) and checkpoints < full
+    # never above keeping everything, plus the one layer's input checkpoint it keeps too
+    assert full <= none + checkpoints
+
+
+def test_zero_table1_figure_bolds_the_papers_entries():
+    from scaleout.viz import memory as VM
+
+    psis = {"7.5B": 7.5e9, "128B": 128e9, "1T": 1e12}
+    dps = sorted(PAPER_TABLE1[7.5e9])
+    fig = VM.zero_table1(psis, dps, 32e9)
+    heat = fig.data[0]
+    keys = [(psi, s) for psi in psis.values() for s in (1, 2, 3)]
+    bold = {(*keys[i], dps[j]) for i, row in enumerate(heat.text)
+            for j, t in enumerate(row) if t.startswith("<b>")}  # fmt: skip
+    assert bold == set(PAPER_BOLD)  # the five bold cells of the paper (arXiv HTML v3)
+    assert sum(map(sum, heat.z)) == 16  # every cell that fits 32 GB is shaded
+    assert heat.y[0] == "7.5B ZeRO-1, N_d ≥ 45" and heat.y[4].endswith("never")
+    need = {("1T", "full"): [None, None, None, 249]}
+    fig = VM.min_dp_table(need, {("1T", "full"): 15.2e9}, 80e9)
+    assert list(fig.data[0].text[0]) == ["—", "—", "—", "249"]
+    with pytest.raises(ValueError, match="activations"):
+        VM.min_dp_table(need, {}, 80e9)

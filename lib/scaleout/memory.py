@@ -316,6 +316,34 @@ def exposed_comm_seconds(comm_seconds, compute_seconds, pieces=1):
     return _out("exposed seconds", np.maximum(c, k) - k + np.minimum(c, k) / n)
 
 
+#: The forward pass's share of a ZeRO-3 micro-batch's communication and of its compute, one
+#: third of each. Of the three psi-sized collectives the forward runs one all-gather, the
+#: backward the other all-gather and the reduce-scatter; the backward costs about twice the
+#: forward's FLOPs. The backward has the rest.
+ZERO3_FORWARD_SHARE = 1.0 / 3.0
+
+
+@_QUIET
+def zero3_exposed_seconds(comm_seconds, compute_seconds, layers):
+    """Communication of one ZeRO-3 micro-batch that layer-by-layer overlap leaves exposed.
+
+    Each pass is its own pipeline of ``layers`` pieces (:func:`exposed_comm_seconds` with
+    ``pieces=layers``): its first all-gather cannot overlap with anything (FSDP notes).
+    The forward carries :data:`ZERO3_FORWARD_SHARE` of the communication ``comm_seconds``
+    (C) and of the compute ``compute_seconds`` (K), the backward the rest; the result is the
+    sum over the two passes. Both passes have the same ratio C/K, and the exposed time is
+    homogeneous in (C, K), so the sum equals ``exposed_comm_seconds(C, K, layers)``:
+    max(C, K) - K + min(C, K) / L. Vectorised.
+    """
+    c = checks.array("comm_seconds", comm_seconds, low=0.0)
+    k = checks.array("compute_seconds", compute_seconds, low=0.0)
+    _counts("layers", layers, MAX_LAYERS)
+    f = ZERO3_FORWARD_SHARE
+    forward = exposed_comm_seconds(f * c, f * k, layers)
+    backward = exposed_comm_seconds((1 - f) * c, (1 - f) * k, layers)
+    return _out("exposed seconds", np.asarray(forward) + backward)
+
+
 @_QUIET
 def activation_bytes_per_layer(
     seq, batch, hidden, heads, recompute="none", tp=1, sequence_parallel=False,
@@ -359,11 +387,23 @@ def activation_bytes_per_layer(
 @_QUIET
 def activation_bytes(layers, seq, batch, hidden, heads, recompute="none", tp=1,
                      sequence_parallel=False, flash_attention=False):  # fmt: skip
-    """Activation bytes of ``layers`` transformer layers (embeddings and the output layer,
-    a few percent for large models, left out): layers x :func:`activation_bytes_per_layer`."""
+    """Peak activation bytes of ``layers`` transformer layers during the backward pass
+    (embeddings and the output layer, a few percent for large models, left out).
+
+    Without recomputation and with selective recomputation: layers x
+    :func:`activation_bytes_per_layer`. With full recomputation the layers keep only their
+    inputs (2 s b h each, Korthikanti et al.'s 2 s b h L), but the backward of each layer
+    first reruns its forward, so while that layer's gradient is computed its full
+    activations (:func:`activation_bytes_per_layer` with ``recompute="none"`` and the same
+    attention) sit beside the checkpoints: layers x 2 s b h + one layer's full activations.
+    """
     n = _counts("layers", layers)
     per_layer = activation_bytes_per_layer(seq, batch, hidden, heads, recompute, tp,
                                            sequence_parallel, flash_attention)  # fmt: skip
+    if recompute == "full":
+        working = activation_bytes_per_layer(seq, batch, hidden, heads, "none", tp,
+                                             sequence_parallel, flash_attention)  # fmt: skip
+        return _out("activation bytes", n * per_layer + working)
     return _out("activation bytes", n * per_layer)
 
 

@@ -18,5 +18,8 @@ BASELINES = {
         bold=[[False, True], [False, False]],
     ),
     "zero3_animation": call(2, 2, prefetch=1),
+    "zero_table1": call({"7.5B": 7.5e9, "1T": 1e12}, [1, 64, 1024], 32e9),
+    "published_table": call(["a", "b"], [144.0, 88.0], {"model": [144.0, 143.0]}, {"model": [0]}),
+    "min_dp_table": call({("7.5B", "full"): [None, 2, 2, 2]}, {("7.5B", "full"): 0.9e9}, 80e9),
     "measured_state_bytes": call([100, 90], [100, 90], 95.0),
 }

@@ -9,7 +9,7 @@ Sizes are bounded so that every figure stays legible (see each function).
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 
 import numpy as np
 import plotly.graph_objects as go
@@ -351,6 +351,105 @@ def table_figure(rows: Sequence[str], columns: Sequence[str], text, shaded, titl
                         marker=dict(symbol="square", size=14, color=color,
                                     line=dict(color="#888888", width=1)))  # fmt: skip
     return fig
+
+
+MAX_TABLE_MODELS = 16  # rows of zero_table1 and min_dp_table are models x stages / modes
+
+
+def zero_table1(models, dps: Sequence[int], gpu_bytes=32e9, stages=(1, 2, 3)) -> go.Figure:
+    """ZeRO's Table 1 (Rajbhandari et al., section 5) as a figure: GB of model states per
+    device (:func:`scaleout.memory.model_state_bytes`) for each model (``models``: name ->
+    parameters) and stage (rows, labelled with the smallest N_d that fits ``gpu_bytes``,
+    from :func:`scaleout.memory.min_dp_to_fit`) at each N_d in ``dps`` (columns). Every
+    cell that fits is shaded; the first fitting column of each row is bold, as in the
+    paper. At most ``MAX_TABLE_MODELS`` models."""
+    if not isinstance(models, Mapping) or not 1 <= len(models) <= MAX_TABLE_MODELS:
+        raise checks.fail("models", f"a mapping of 1 to {MAX_TABLE_MODELS} names -> parameters",
+                          models)  # fmt: skip
+    dps = checks.array("dps", dps, ndim=1, integer=True, low=1, max_size=64).tolist()
+    gpu_bytes = checks.positive("gpu_bytes", gpu_bytes)
+    if not _is_list(stages) or not 1 <= len(stages) <= len(M.STAGES):
+        raise checks.fail("stages", "a sequence of ZeRO stages", stages)
+    stages = [checks.integer("stages entry", st, 0, 3) for st in stages]
+    rows, text, fits, first = [], [], [], []
+    for name, psi in models.items():
+        checks.text("models key", name, 40)
+        psi = _params(psi)
+        for st in stages:
+            gb = [M.model_state_bytes(psi, st, d).total / GB for d in dps]
+            need = M.min_dp_to_fit(psi, st, gpu_bytes=gpu_bytes)
+            rows.append(f"{name} {STAGE_LABELS[st]}, "
+                        + ("never" if need is None else f"N_d ≥ {need}"))  # fmt: skip
+            text.append([gb_text(g).removesuffix(" GB") for g in gb])
+            fits.append([g * GB <= gpu_bytes for g in gb])
+            first.append([f and not any(fits[-1][:j]) for j, f in enumerate(fits[-1])])
+    return table_figure(rows, [str(d) for d in dps], text, fits,
+                        "ZeRO Table 1: GB per device (bold: the paper's bold entries)",
+                        bold=first, shade_name=f"fits a {gpu_bytes / GB:g} GB V100",
+                        column_title="N<sub>d</sub>")  # fmt: skip
+
+
+def min_dp_table(need, activations, gpu_bytes=M.DEFAULT_GPU_BYTES) -> go.Figure:
+    """The smallest N_d at which each stage fits ``gpu_bytes`` (columns: stages; "—" where
+    no N_d does), one row per key of ``need`` (a (model, activation setting) pair ->
+    one :func:`scaleout.memory.min_dp_to_fit` result per stage), labelled with its
+    activation bytes from ``activations`` (same keys)."""
+    if not isinstance(need, Mapping) or not 1 <= len(need) <= 4 * MAX_TABLE_MODELS:
+        raise checks.fail("need", f"a mapping of 1 to {4 * MAX_TABLE_MODELS} rows", need)
+    if not isinstance(activations, Mapping) or set(activations) != set(need):
+        raise checks.fail("activations", "a mapping with the keys of need", activations)
+    gpu_bytes = checks.positive("gpu_bytes", gpu_bytes)
+    rows, text = [], []
+    for key, row in need.items():
+        if not isinstance(key, tuple) or len(key) != 2:
+            raise checks.fail("need key", "a (model, activation setting) pair", key)
+        name, label = (checks.text("need key entry", k, 40) for k in key)
+        if not _is_list(row) or len(row) != len(M.STAGES):
+            raise checks.fail(f"need[{key!r}]", f"{len(M.STAGES)} entries, one per stage", row)
+        for n in row:
+            if n is not None:
+                checks.integer(f"need[{key!r}] entry", n, 1)
+        act = checks.nonnegative(f"activations[{key!r}]", activations[key])
+        rows.append(f"{name}, {label}, {gb_text(act / GB)}")
+        text.append(["—" if n is None else str(n) for n in row])
+    fits = [[n is not None for n in row] for row in need.values()]
+    return table_figure(rows, list(STAGE_LABELS.values()), text, fits,
+                        f"Smallest N<sub>d</sub> that fits a {gpu_bytes / GB:g} GB GPU "
+                        "(micro-batch 1)", shade_name="fits at some N_d")  # fmt: skip
+
+
+def published_table(names: Sequence[str], measured, predicted, fitted) -> go.Figure:
+    """Measured against modelled TFLOP/s per GPU as a table: one row per run (``names``),
+    the ``measured`` column, then for each model variant (``predicted``: label -> one
+    value per run) its prediction and its error (prediction / measured - 1); the cells of
+    the rows a variant was fitted on (``fitted``: label -> row indices) are shaded."""
+    if not _is_list(names) or not 1 <= len(names) <= 4 * MAX_TABLE_MODELS:
+        raise checks.fail("names", f"a sequence of 1 to {4 * MAX_TABLE_MODELS} run names", names)
+    n = len(names)
+    meas = checks.array("measured", measured, ndim=1, low=0.0, low_open=True, max_size=n)
+    if meas.shape != (n,):
+        raise checks.fail("measured", f"{n} values, one per run", measured)
+    if not isinstance(predicted, Mapping) or not 1 <= len(predicted) <= 4:
+        raise checks.fail("predicted", "a mapping of 1 to 4 labels -> predictions", predicted)
+    if not isinstance(fitted, Mapping) or set(fitted) != set(predicted):
+        raise checks.fail("fitted", "a mapping with the labels of predicted", fitted)
+    columns, text, shaded = ["measured"], [[f"{m:.3g}"] for m in meas], [[False] for _ in meas]
+    for label, values in predicted.items():
+        checks.text("predicted label", label, 30)
+        pred = checks.array(f"predicted[{label!r}]", values, ndim=1, low=0.0, max_size=n)
+        if pred.shape != (n,):
+            raise checks.fail(f"predicted[{label!r}]", f"{n} values, one per run", values)
+        rows = fitted[label]
+        if not _is_list(rows):
+            raise checks.fail(f"fitted[{label!r}]", "a sequence of row indices", rows)
+        rows = {checks.integer(f"fitted[{label!r}] entry", r, 0, n - 1) for r in rows}
+        columns += [label, f"error, {label}"]
+        for i in range(n):
+            text[i] += [f"{pred[i]:.3g}", f"{pred[i] / meas[i] - 1:+.0%}"]
+            shaded[i] += [i in rows] * 2
+    return table_figure(list(names), columns, text, shaded,
+                        "TFLOP/s per GPU: measured (Narayanan et al. 2021, Table 2) and modelled",
+                        shade_name="row the variant was fitted on")  # fmt: skip
 
 
 def _grid(name: str, grid, shape, kind) -> list:

@@ -1,0 +1,83 @@
+"""Published ZeRO-3 runs (Narayanan et al. SC21, Table 2) beside chapter 6's step model."""
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from scaleout import memory as M
+from scaleout import planner as PL
+from scaleout import zero_published as Z
+
+# Narayanan et al. SC21, Table 2, "ZeRO-3 without Model Parallelism":
+# (parameters in billions, GPUs, batch, micro-batch, achieved teraFLOP/s per GPU)
+PRINTED = [
+    (174.6, 384, 1536, 4, 144), (174.6, 768, 1536, 2, 88), (174.6, 1536, 1536, 1, 44),
+    (529.6, 640, 2560, 4, 138), (529.6, 1120, 2240, 2, 98), (529.6, 2240, 2240, 1, 48),
+]  # fmt: skip
+
+
+def test_rows_are_table2():
+    got = [(round(r.params / 1e9, 1), r.gpus, r.batch, r.microbatch, r.tflops)
+           for r in Z.SC21_ZERO3]  # fmt: skip
+    assert got == PRINTED
+    assert all(r.microbatches == 1 for r in Z.SC21_ZERO3)  # batch = GPUs x micro-batch
+
+
+def test_eq3_is_the_planners_full_recompute_count():
+    run = Z.SC21_ZERO3[0]
+    assert Z.eq3_flops(run, 1536) == pytest.approx(PL.GPT3.flops(1536, "full"), rel=2e-3)
+    assert Z.eq3_flops(run, 2) == pytest.approx(2 * Z.eq3_flops(run, 1))
+
+
+def test_fits_and_held_out_errors():
+    rows = Z.SC21_ZERO3
+    rate = Z.fit_rate(rows[0])
+    assert round(rate / 1e12, 1) == 144.1
+    assert Z.predict(rows[0], rate).tflops == pytest.approx(144)
+    flat = [Z.predict(r, rate).tflops for r in rows]
+    # the rate-only model is flat: perfect overlap hides NCCL's 5.5 s behind compute
+    assert max(flat) - min(flat) < 0.5 and flat[2] / rows[2].tflops > 3
+    slow = Z.fit_comm_slowdown(rows[2], rate)
+    assert round(slow, 1) == 12.1
+    two = [Z.predict(r, rate, slow).tflops for r in rows]
+    assert two[2] == pytest.approx(44)
+    errors = [p / r.tflops - 1 for p, r in zip(two, rows, strict=True)]
+    held_out = [errors[i] for i in (1, 3, 4, 5)]
+    assert max(abs(e) for e in held_out) < 0.12
+    with pytest.raises(ValueError, match="compute-bound"):
+        Z.fit_rate(
+            Z.Zero3Run(
+                "comm-bound", 96, 12288, 96, gpus=1536, batch=1536, microbatch=1, tflops=1000
+            )
+        )
+    with pytest.raises(ValueError, match="communication-bound"):
+        Z.fit_comm_slowdown(rows[0], rate)
+
+
+def test_comm_is_three_collectives_of_the_fp16_parameters():
+    run = Z.SC21_ZERO3[0]
+    c = Z.comm_seconds(run)
+    assert round(c, 2) == 5.45
+    assert [coll for coll, _, _ in M.COMM_PATTERN[3]] == ["allgather", "allgather",
+                                                          "reducescatter"]  # fmt: skip
+
+
+def test_bad_runs_raise():
+    with pytest.raises(ValueError, match="gpus"):
+        Z.Zero3Run("x", 96, 12288, 96, gpus=100, batch=1600, microbatch=1, tflops=1)
+    with pytest.raises(ValueError, match="batch"):
+        Z.Zero3Run("x", 96, 12288, 96, gpus=384, batch=1000, microbatch=4, tflops=1)
+    with pytest.raises(ValueError, match="rate"):
+        Z.predict(Z.SC21_ZERO3[0], float("nan"))
+    with pytest.raises(ValueError, match="comm_slowdown"):
+        Z.predict(Z.SC21_ZERO3[0], 1e14, comm_slowdown=0)
+
+
+@settings(max_examples=60, deadline=None)
+@given(rate=st.floats(1e12, 1e16), slow=st.floats(0.01, 1e3), i=st.integers(0, 5))
+def test_prediction_never_beats_the_compute_rate(rate, slow, i):
+    run = Z.SC21_ZERO3[i]
+    p = Z.predict(run, rate, slow)
+    assert np.isfinite(p.tflops) and 0 < p.tflops * 1e12 <= rate * (1 + 1e-9)
+    assert p.exposed_s >= max(p.comm_s - p.compute_s, 0) - 1e-9 and p.step_s >= p.compute_s
