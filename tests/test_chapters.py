@@ -89,3 +89,20 @@ def test_every_chapter_has_a_kernelspec_and_no_execution_counts_leak():
 
 def test_toc_parses():
     assert yaml.safe_load((ROOT / "_toc.yml").read_text())["format"] == "jb-book"
+
+
+@pytest.mark.parametrize("path", CHAPTERS, ids=lambda p: p.stem)
+def test_chapter_mentions_are_links_that_resolve(path):
+    """Every "chapter N" of the prose links to that chapter's notebook (tools/link_chapters.py
+    adds them), and every link to a chapter notebook names a file that exists."""
+    import link_chapters as L
+
+    files = {int(p.name[:2]): p.name for p in CHAPTERS}
+    own = int(path.name[:2])
+    for cell in N.load(path).cells:
+        if cell.cell_type != "markdown":
+            continue
+        _, unlinked = L.link_markdown(cell.source, files, own)
+        assert unlinked == 0, f"{path.name}: plain chapter mention in {cell.source[:80]!r}"
+        for target in re.findall(r"\]\((\d\d_[a-z_]+\.ipynb)[)#]", cell.source):
+            assert target in files.values(), f"{path.name}: link to missing {target}"
