@@ -175,7 +175,7 @@ def sweep_figure(rows, figure: int) -> go.Figure:
     """One of Narayanan et al.'s Figures 13-16 beside the planner: achieved TFLOP/s per GPU
     (eq. 3) of every configuration, measured (markers, with the reading's uncertainty) and
     predicted (dashed), one colour per global batch. ``rows`` from
-    :func:`scaleout.planner.validation`."""
+    :func:`scaleout.planner.published.validation`."""
     rows = _rows(rows)
     figure = checks.choice("figure", figure, tuple(SWEEP_AXES))
     prefix = f"Narayanan Fig. {figure}, "
@@ -327,7 +327,7 @@ def validation_table(rows) -> go.Figure:
 
 
 def explorer_figure(model: str, gpus: int, global_batch: int, overlap: str) -> go.Figure:
-    """The (t, p) heatmap for one of :data:`scaleout.planner.EXPLORER_MODELS` on ``gpus``
+    """The (t, p) heatmap for one of ``scaleout.planner.EXPLORER_MODELS`` on ``gpus``
     GPUs of its kind, at ``global_batch``, with TP ``overlap`` (the explorer's figure; the
     planner computes)."""
     checks.choice("model", model, tuple(PL.EXPLORER_MODELS))
