@@ -35,7 +35,7 @@ BASELINES = {
     "Errors": call(3, 0.03, 0.2, (0.02, 0.04), (0.1, 0.3)),
     "errors_of": call([ROW]),
     "Summary": call({"all": ERR}, 0.01, {"a": 0.8}, {"A100": 1.5}),
-    "Baseline": call("rate", {"A100": 1.5e14}, ERR, {"a": 0.5}),
+    "Baseline": call("rate", {"A100": 1.5e14}, ERR, {"a": 0.5}, {"all": ERR}),
     "baselines": call(),
     "rank_by_params": call("Narayanan Table 1"),
     "SweepResult": call("Fig. 13", 5, 0.9, 0.3, "a", "b", 0.01),

@@ -43,7 +43,7 @@ from __future__ import annotations
 import dataclasses
 import functools
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numpy as np
 
@@ -590,13 +590,15 @@ def baseline_seconds(run: Run, rate: float, bubble: bool) -> float:
 class Baseline:
     """A baseline fitted as the planner is (one rate per GPU generation, least squares on
     the log error over the runs marked ``fit``): ``name``, ``rates`` (generation ->
-    FLOP/s per GPU), its held-out :class:`Errors`, and ``rank`` (sweep -> Spearman's rho,
-    NaN where it predicts a tie)."""
+    FLOP/s per GPU), its held-out :class:`Errors`, ``rank`` (sweep -> Spearman's rho,
+    NaN where it predicts a tie), and ``groups``: its held-out :class:`Errors` per group of
+    :data:`GROUPS`, as :class:`Summary` reports the planner's."""
 
     name: str
     rates: dict
     held_out: Errors
     rank: dict
+    groups: dict = field(default_factory=dict)
 
     def __post_init__(self):
         checks.text("name", self.name, 80)
@@ -606,6 +608,11 @@ class Baseline:
         for key, x in self.rates.items():
             checks.real(f"rates[{key!r}]", x, 1e9, 1e17)
         checks.instance("held_out", self.held_out, Errors)
+        if not isinstance(self.groups, dict) or not set(self.groups) <= set(GROUPS):
+            raise checks.fail("groups", f"a dict of groups from {GROUPS} -> Errors",
+                              self.groups)  # fmt: skip
+        for e in self.groups.values():
+            checks.instance("groups", e, Errors)
         for key, x in self.rank.items():
             if not (isinstance(x, float) and math.isnan(x)):
                 checks.real(f"rank[{key!r}]", x, -1.0, 1.0)
@@ -636,9 +643,14 @@ def baselines() -> tuple[Baseline, ...]:
                 errs.append(baseline_seconds(alt_run, rates[r.run.cluster.generation],
                                              bubble) / r.measured_s - 1.0)  # fmt: skip
             priced.append(Row(r.run, r.measured_s, step, errs[0], r.prediction, tuple(errs)))
-        held = errors_of([x for x in priced if x.run.split == "held-out"])
+        held_rows = [x for x in priced if x.run.split == "held-out"]
+        groups = {}
+        for g in GROUPS:
+            sel = [x for x in held_rows if _in_group(x.run, g)]
+            if sel:
+                groups[g] = errors_of(sel)
         rank = {sw: _rho([x.predicted_s for x in rs], rs) for sw, rs in _sweeps(priced).items()}
-        out.append(Baseline(name, rates, held, rank))
+        out.append(Baseline(name, rates, groups["all"], rank, groups))
     return tuple(out)
 
 
