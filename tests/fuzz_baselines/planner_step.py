@@ -20,6 +20,7 @@ BASELINES = {
         precision="megatron-bf16",
         flash=True,
         scatter_gather=True,
+        regather=True,
     ),
     "Prediction": call(PLAN, 4, 1.0, {"compute": 1.0}, {"tp": 0.1}, 1e9, True, 1e3, 1e12, 0.3),
     "check_plan": call(TINY, TWO, 8, PLAN),

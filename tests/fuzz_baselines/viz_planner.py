@@ -20,4 +20,5 @@ NONFINITE_OK = {
     "batch_animation": "NaN marks the pairs where nothing fits (drawn blank)",
 }
 BASELINES["validation_table"] = call(list(PL.validation()[:3]))
-BASELINES["explorer_figure"] = call("Llama-2-70B, 256 H100", 64, 128, "megatron")
+BASELINES["explorer_figure"] = call("Llama-2-70B on H100", 64, 128, "megatron")
+BASELINES["sweep_figure"] = call(list(PL.validation()), 13)

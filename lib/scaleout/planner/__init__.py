@@ -39,12 +39,21 @@ from .model import (
     training_days,
 )
 from .published import (
+    FIG_SWEEPS,
+    GROUPS,
+    Baseline,
     BestPlan,
+    Errors,
     Row,
     Run,
     Summary,
+    SweepResult,
+    baselines,
     calibration,
+    errors_of,
+    figure_sweeps,
     flops_per_gpu,
+    rank_by_params,
     runs,
     summary,
     table1_best,
@@ -70,8 +79,21 @@ PRESETS = {
     "Llama-2-70B, 256 H100": (LLAMA2_70B, h100_cluster(256), 512),
 }
 
+#: The explorer's models, each on the GPU and servers it was run on: (model, GPU, topology).
+#: The GPU count and the batch are the explorer's own controls.
+EXPLORER_MODELS = {
+    "GPT-3 175B on A100": (GPT3, "A100-80GB", "dgx-a100"),
+    "1T on A100": (ONE_T, "A100-80GB", "dgx-a100"),
+    "Llama-2-70B on H100": (LLAMA2_70B, "H100-SXM", "dgx-h100"),
+}
+#: The explorer's GPU counts and global batches: every combination has a plan that fits.
+EXPLORER_GPUS = (512, 1024, 3072)
+EXPLORER_BATCHES = (768, 1536, 3072)
+
 __all__ = [
-    "BUCKET_PARAMS", "GENERATION", "GPT3", "GPUS", "LLAMA2_70B", "LLAMA3_405B", "MAX_PLANS",
+    "BUCKET_PARAMS", "EXPLORER_BATCHES", "EXPLORER_GPUS", "EXPLORER_MODELS", "FIG_SWEEPS",
+    "GROUPS", "Baseline", "Errors", "SweepResult", "baselines", "errors_of", "figure_sweeps",
+    "rank_by_params", "GENERATION", "GPT3", "GPUS", "LLAMA2_70B", "LLAMA3_405B", "MAX_PLANS",
     "ONE_T", "OVERLAPS", "PARTS", "PRECISIONS", "PRESETS", "BestPlan", "Cluster", "Grid",
     "Model", "Plan", "Prediction", "Row", "Run", "Space", "Summary", "a100_cluster",
     "activation_bytes", "calibration", "candidates", "check_plan", "divisors",

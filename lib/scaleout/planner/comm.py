@@ -85,7 +85,7 @@ def _bulk(c: float, gemm: float) -> float:
     return max(0.0, c - gemm)
 
 
-def tp_exposed(sec: dict, col, row, t: int, sp: bool, overlap: str):
+def tp_exposed(sec: dict, col, row, t: int, sp: bool, overlap: str, regather=None):
     """(forward exposed, backward exposed, forward total, backward total) seconds of the
     TP collectives of one layer and micro-batch, under ``overlap`` (the rules of
     :func:`scaleout.tensor_parallel.layer_overlap`): ``"none"`` all on the critical path;
@@ -93,7 +93,10 @@ def tp_exposed(sec: dict, col, row, t: int, sp: bool, overlap: str):
     beside its weight-gradient GEMM (and, with SP, the input re-gather beside the
     input-gradient GEMM); ``"pipelined"`` (SP only) the forward all-gather and reduce-
     scatter, and the backward all-gather, split in t steps with their GEMM: exposed
-    ``max(0, C - G (t-1)/t)``. ``col``/``row``: per-block GEMM seconds (attention, MLP)."""
+    ``max(0, C - G (t-1)/t)``. ``col``/``row``: per-block GEMM seconds (attention, MLP).
+    ``regather`` (SP only; ``None``: yes unless ``overlap="none"``): the backward pass
+    all-gathers each block's input again, beside the input-gradient GEMM when overlapped,
+    on the critical path with ``overlap="none"``."""
     if not isinstance(sec, dict) or set(sec) != {"allreduce", "allgather", "reducescatter"}:
         raise checks.fail("sec", "a dict of allreduce, allgather, reducescatter seconds", sec)
     ar, ag, rs = (checks.nonnegative(k, sec[k]) for k in ("allreduce", "allgather",
@@ -106,6 +109,13 @@ def tp_exposed(sec: dict, col, row, t: int, sp: bool, overlap: str):
     t = checks.integer("t", t, 1, 1024)
     sp = checks.boolean("sp", sp)
     checks.choice("overlap", overlap, ("none", "megatron", "pipelined"))
+    if regather is None:
+        regather = sp and overlap != "none"
+    regather = checks.boolean("regather", regather)
+    if regather and not sp:
+        raise checks.fail("regather", "None or False without sequence parallelism", regather)
+    if not regather and sp and overlap != "none":
+        raise checks.fail("regather", "None or True with Megatron's or TE's overlap", regather)
     if t == 1:
         return 0.0, 0.0, 0.0, 0.0
     piped = (t - 1) / t
@@ -117,7 +127,6 @@ def tp_exposed(sec: dict, col, row, t: int, sp: bool, overlap: str):
             fwd_exp += ar
             bwd_exp += ar if overlap == "none" else _bulk(ar, gc)
             continue
-        regather = overlap != "none"
         fwd_tot += ag + rs
         bwd_tot += ag + rs + (ag if regather else 0.0)
         if overlap == "pipelined":
@@ -126,10 +135,10 @@ def tp_exposed(sec: dict, col, row, t: int, sp: bool, overlap: str):
         else:
             fwd_exp += ag + rs
             bwd_exp += ag
-        if regather:
+        if overlap != "none":
             bwd_exp += _bulk(ag, gc) + _bulk(rs, gc)
         else:
-            bwd_exp += rs
+            bwd_exp += rs + (ag if regather else 0.0)
     return fwd_exp, bwd_exp, fwd_tot, bwd_tot
 
 

@@ -9,30 +9,46 @@ benchmark publish seconds per iteration.
 
 * **A100** (Selene and Jean Zay): Narayanan et al. 2021 (SC21) Table 1, with each row's
   micro-batch, interleaving and DDP from the paper's own scripts (Megatron-LM
-  ``examples/sc21/run_table_1.sh``, commit 6985e58); its Table 2 (PTD-P rows);
-  Korthikanti et al. 2022 Table 5 with the configurations of their Table 3; MT-NLG 530B
-  (Smith et al. 2022, Section 2.4); BLOOM 176B (BigScience 2022).
-* **H100**: Llama 3 405B (Llama team 2024 [dubey2024llama3], Table 4), Nemotron-4 340B (NVIDIA 2024,
-  Table 2), NVIDIA's DGXC benchmark of Nemotron-4 340B (NGC catalog, release 24.11).
+  ``examples/sc21/run_table_1.sh``, commit 6985e58); its Table 2 (PTD-P rows); its
+  Figures 13-16 (``FIG_SWEEPS``: the plan varied on 64 GPUs, configurations from
+  ``run_figure_13.sh`` to ``run_figure_16.sh``, values read off the figures' vector
+  drawing); Korthikanti et al. 2022 Table 5 with the configurations of their Table 3 as
+  calculon transcribes them; MT-NLG 530B (Smith et al. 2022, Section 2.4); BLOOM 176B
+  (BigScience 2022).
+* **H100**: Llama 3 405B (Llama team 2024 [dubey2024llama3], Table 4 and Sec. 3.3.2),
+  Nemotron-4 340B (NVIDIA 2024, Table 2), NVIDIA's DGXC benchmark of Nemotron-4 340B (NGC
+  catalog, release 24.11).
+
+Where a source does not give a plan field (the chunks v of Llama 3 and Nemotron-4, the
+interleaving of Table 2, MT-NLG's micro-batch) the run lists the plausible values
+(``alternatives``): it belongs to the *assumption-dependent* group, and every error
+statistic is also reported as the range it takes over those values (:class:`Errors`).
 
 Calibration: one constant per GPU generation, a multiplier on the compute model's time,
 fitted (least squares on the log of predicted over measured step time, golden-section
 search) on the runs marked ``fit`` and nothing else; every other run is held out.
-Skill: Spearman's rank correlation of predicted against measured throughput within each
-sweep (runs that vary one thing), and for every Table 1 row whether the published plan
-is within 5 % of the planner's best plan in the same software (search over t, p, d, b,
-v and recomputation with the run's precision, attention and overlap).
+Baselines (:func:`baselines`), fitted the same way on the same runs: one executed-FLOP/s
+rate per GPU generation, and that rate with the pipeline bubble; and, for ranking, the
+parameter count (:func:`rank_by_params`).
+Skill: Spearman's rank correlation of predicted against measured executed FLOP/s per GPU
+within each sweep (runs that vary one thing); in every figure sweep whether the
+planner's best run is the measured best (:func:`figure_sweeps`); and for every Table 1
+row whether the published plan is within 5 % of the planner's best plan in the same
+software (search over t, p, d, b, v and recomputation with the run's precision,
+attention and overlap).
 """
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numpy as np
 
 from .. import checks
+from .. import pipeline as PP
 from ..nccl.published import spearman
 from .model import GPT3, LLAMA3_405B, RECOMPUTE, Cluster, Model, a100_cluster, model_from_table
 from .search import Space, search
@@ -61,6 +77,8 @@ class Run:
     source: str
     assumed: str = ""
     flops_model: Model | None = None  # the model whose FLOPs the source counted
+    alternatives: tuple = ()  # other plausible plans where ``assumed`` names a plan field
+    uncertainty: float = 0.0  # of ``measured``, in its unit (a value read off a figure)
 
     def __post_init__(self):
         checks.text("key", self.key, 60)
@@ -77,6 +95,20 @@ class Run:
             checks.text("assumed", self.assumed, 300)
         if self.flops_model is not None:
             checks.instance("flops_model", self.flops_model, Model)
+        if not isinstance(self.alternatives, tuple) or len(self.alternatives) > 16:
+            raise checks.fail("alternatives", "a tuple of at most 16 Plan", self.alternatives)
+        for alt in self.alternatives:
+            checks.instance("alternatives", alt, Plan)
+        if self.alternatives and not self.assumed:
+            raise checks.fail("assumed", "the assumption the alternatives vary",
+                              self.assumed)  # fmt: skip
+        checks.nonnegative("uncertainty", self.uncertainty, self.measured)
+
+    @property
+    def group(self) -> str:
+        """``"sourced"``, or ``"assumption-dependent"`` where a plan field the source does
+        not give is varied over ``alternatives``."""
+        return "assumption-dependent" if self.alternatives else "sourced"
 
     @property
     def measured_step_s(self) -> float:
@@ -128,16 +160,19 @@ MT530 = model_from_table("529.6B")
 
 def _table2() -> list[Run]:
     out = []
-    for model, t, p, v, batch, rows in (
-        (GPT3, 8, 12, 4, 1536, ((384, 153), (768, 149), (1536, 141))),
-        (MT530, 8, 35, 3, 2240, ((560, 171), (1120, 167), (2240, 159))),
-    ):
+    for model, t, p, v, why, batch, rows in (
+        (GPT3, 8, 12, 4, "the paper's GPT-3 runs on p = 12 (run_figure_12.sh: 2 layers per "
+         "virtual stage)", 1536, ((384, 153), (768, 149), (1536, 141))),
+        (MT530, 8, 35, 3, "Table 1's 529.6B row (run_table_1.sh)", 2240,
+         ((560, 171), (1120, 167), (2240, 159))),
+    ):  # fmt: skip
         for n, x in rows:
             plan = Plan(t, p, n // (t * p), 1, v, dp_overlap=False, **SC21)
+            alt = Plan(t, p, n // (t * p), 1, 1, dp_overlap=False, **SC21)
             out.append(Run(f"T2 {model.name} {n}", model, _selene(n), batch, plan, x, "eq3",
                            "held-out", f"Narayanan Table 2, {model.name}",
                            "narayanan2021megatron Table 2 (PTD-P rows)",
-                           f"v = {v} (as the paper's other runs of this model)"))  # fmt: skip
+                           f"v = {v} as {why}; or v = 1", alternatives=(alt,)))  # fmt: skip
     return out
 
 
@@ -160,24 +195,27 @@ def _korthikanti() -> list[Run]:
     for name, t, p, n, batch, b, v, full_s, present_s in _K5:
         model = KORTHIKANTI_MODELS[name]
         for rec, sp, seconds in (("full", False, full_s), ("selective", True, present_s)):
-            plan = Plan(t, p, 1, b, v, recompute=rec, sp=sp, overlap="megatron",
-                        precision="megatron-bf16", flash=False)  # fmt: skip
+            # calculon's transcription: "tensor_par_overlap": "none", and with sequence
+            # parallelism "seq_par_ag_redo": true (the input all-gathered again, exposed)
+            plan = Plan(t, p, 1, b, v, recompute=rec, sp=sp, overlap="none",
+                        precision="megatron-bf16", flash=False,
+                        regather=True if sp else None)  # fmt: skip
             out.append(Run(f"K5 {name} {rec}", model, _selene(n), batch, plan, seconds,
                            "seconds", "held-out", f"Korthikanti Table 5, {name}",
-                           "korthikanti2022reducing Tables 3 and 5; calculonvalidation",
-                           "v as in the calculon transcription of Table 3; Megatron's "
-                           "async TP overlap"))  # fmt: skip
+                           "korthikanti2022reducing Tables 3 and 5; calculonvalidation "
+                           "(v, no TP overlap, SP's input re-gathered)"))  # fmt: skip
     return out
 
 
 def _mtnlg() -> list[Run]:
     out = []
     for n, seconds in ((2240, 60.1), (2800, 50.2), (3360, 44.4)):
-        plan = Plan(8, 35, n // 280, 1, zero=1, dp_overlap=False, precision="megatron-bf16",
-                    flash=False)  # fmt: skip
+        plan, alt = (Plan(8, 35, n // 280, b, zero=1, dp_overlap=False,
+                          precision="megatron-bf16", flash=False) for b in (1, 2))  # fmt: skip
         out.append(Run(f"MT-NLG {n}", MT530, _selene(n), 1920, plan, seconds, "seconds",
                        "held-out", "MT-NLG GPUs", "smith2022mtnlg Section 2.4",
-                       "DeepSpeed pipeline (no interleaving), ZeRO-1, b = 1"))  # fmt: skip
+                       "DeepSpeed pipeline (no interleaving), ZeRO-1; micro-batch not given: "
+                       "b = 1, or 2", alternatives=(alt,)))  # fmt: skip
     return out
 
 
@@ -208,6 +246,16 @@ NEMOTRON4_340B = Model("Nemotron-4-340B", 96, 18432, 96, seq=4096, vocab=256000,
                        ffn=73728, tied_embeddings=False, positions=False)  # fmt: skip
 H100_RUN = dict(sp=True, overlap="megatron", precision="megatron-bf16", flash=True, zero=1,
                 recompute="none")  # fmt: skip
+#: Llama 3's plan fields. Its FSDP (dubey2024llama3, Sec. 3.3.2) shards optimizer states
+#: and gradients and keeps the weights gathered after the forward (ZeRO-2), gradients
+#: reduce-scattered in fp32 (4 B, Megatron's bf16 accounting), 8K sequences without
+#: activation checkpointing.
+LLAMA3_RUN = dict(H100_RUN, zero=2)
+#: The chunks v tried where the sources do not give them. Both runs use an interleaved
+#: schedule (Llama 3 Sec. 3.3.2 and Fig. 6; Nemotron-4 Sec. 3.1), and 8 layers per stage
+#: allow 2, 4, 8.
+H100_VS = (2, 4, 8)
+_VS_ORDER = (4,) + tuple(v for v in H100_VS if v != 4)  # the nominal v first
 
 
 def _h100() -> list[Run]:
@@ -215,14 +263,16 @@ def _h100() -> list[Run]:
 
     out = []
     for n, d, x in ((8192, 64, 430), (16384, 128, 400)):
-        plan = Plan(8, 16, d, 1, 4, **H100_RUN)
+        plan, *alts = (Plan(8, 16, d, 1, v, **LLAMA3_RUN) for v in _VS_ORDER)
         out.append(Run(f"Llama 3 {n}", LLAMA3_405B, h100_cluster(n), 2048, plan, x, "model",
-                       "held-out", "Llama 3 405B GPUs", "dubey2024llama3 Table 4",
-                       "v = 4, b = 1, no recomputation"))  # fmt: skip
-    plan = Plan(8, 12, 64, 1, 4, **H100_RUN)
+                       "held-out", "Llama 3 405B GPUs", "dubey2024llama3 Table 4, Sec. 3.3.2",
+                       "interleaved, v not given: v = 4, or 2 or 8; b = 1",
+                       alternatives=tuple(alts)))  # fmt: skip
+    plan, *alts = (Plan(8, 12, 64, 1, v, **H100_RUN) for v in _VS_ORDER)
     out.append(Run("Nemotron-4 340B 6144", NEMOTRON4_340B, h100_cluster(6144), 2304, plan, 8.0,
                    "seconds", "held-out", "Nemotron-4 340B", "nvidia2024nemotron Table 2",
-                   "v = 4, b = 1, no recomputation"))  # fmt: skip
+                   "interleaved, v not given: v = 4, or 2 or 8; b = 1, no recomputation",
+                   alternatives=tuple(alts)))  # fmt: skip
     plan = Plan(8, 8, 2, 1, 12, **H100_RUN)
     out.append(Run("Nemotron-4 340B DGXC 128", NEMOTRON4_340B, h100_cluster(128), 32, plan,
                    4.77, "seconds", "fit", "Nemotron-4 340B DGXC",
@@ -231,10 +281,71 @@ def _h100() -> list[Run]:
     return out
 
 
+#: Narayanan et al.'s figure sweeps on 64 A100 GPUs (Selene), each configuration from
+#: Megatron-LM ``examples/sc21/run_figure_1x.sh`` (fp16, full recomputation
+#: ``--activations-checkpoint-method uniform``, ``--DDP-impl local``, micro-batch 1 unless
+#: swept, no interleaving, s = 2048, V = 51,200). The paper prints no numbers for them:
+#: the achieved TFLOP/s per GPU (eq. 3) were read from the marker centres of the vector
+#: drawing in the arXiv v5 PDF through the y axis's tick marks. Every reading lies within
+#: 0.01 TFLOP/s of an integer (the plotted data were integers), so the uncertainty is the
+#: plotted values' rounding, 0.5 TFLOP/s.
+FIG_MODELS = {
+    13: Model("162.2B (Fig. 13)", 32, 20480, 128),
+    14: Model("5.9B (Figs. 14-15)", 32, 3840, 32),
+    16: Model("91B (Fig. 16)", 32, 15360, 128),
+}
+FIG_MODELS[15] = FIG_MODELS[14]
+FIG_SWEEPS = {  # figure: (what varies, its values, {global batch: TFLOP/s per GPU read})
+    13: ("(p, t)", (2, 4, 8, 16, 32), {32: (103, 134, 140, 111, 91),
+                                       128: (107, 146, 165, 162, 148)}),
+    14: ("(p, d)", (2, 4, 8, 16, 32), {32: (62, 56, 53, 49, 43),
+                                       512: (148, 141, 129, 114, 90)}),
+    15: ("(t, d)", (2, 4, 8, 16, 32), {32: (56, 54, 55, 36, 22), 128: (103, 88, 70, 39, 22),
+                                       512: (127, 104, 75, 40, 22)}),
+    16: ("b", (1, 2, 4, 8), {128: (156, 159, 139, 120), 512: (162, 171, 160, 154)}),
+}  # fmt: skip
+FIG_READING = 0.5
+SC21_FIG = dict(SC21, dp_overlap=False)
+
+
+def fig_plan(figure: int, x: int) -> Plan:
+    """The plan of Narayanan et al.'s Figure ``figure`` (13-16) at the swept value ``x``
+    (the first of the figure's pair, or the micro-batch), on 64 GPUs."""
+    figure = checks.choice("figure", figure, tuple(FIG_SWEEPS))
+    checks.choice("x", x, FIG_SWEEPS[figure][1])
+    if figure == 13:
+        return Plan(64 // x, x, 1, 1, **SC21_FIG)
+    if figure == 14:
+        return Plan(1, x, 64 // x, 1, **SC21_FIG)
+    if figure == 15:
+        return Plan(x, 1, 64 // x, 1, **SC21_FIG)
+    return Plan(8, 8, 1, x, **SC21_FIG)
+
+
+def _figures() -> list[Run]:
+    out = []
+    for fig, (_what, xs, data) in FIG_SWEEPS.items():
+        for batch, values in data.items():
+            for x, value in zip(xs, values, strict=True):
+                plan = fig_plan(fig, x)
+                label = {13: f"p={x} t={64 // x}", 14: f"p={x} d={64 // x}",
+                         15: f"t={x} d={64 // x}", 16: f"b={x}"}[fig]  # fmt: skip
+                out.append(Run(
+                    f"F{fig} B={batch} {label}", FIG_MODELS[fig], _selene(64), batch, plan,
+                    value, "eq3", "held-out", f"Narayanan Fig. {fig}, B = {batch}",
+                    f"narayanan2021megatronarxiv Figure {fig} (read off the figure's vector "
+                    f"drawing, +-{FIG_READING} TFLOP/s); megatronsc21 run_figure_{fig}.sh",
+                    uncertainty=FIG_READING,
+                ))  # fmt: skip
+    return out
+
+
 @functools.lru_cache(maxsize=1)
 def runs() -> tuple[Run, ...]:
     """Every published run of the table, A100 first."""
-    return tuple(_table1() + _table2() + _korthikanti() + _mtnlg() + _bloom() + _h100())
+    return tuple(
+        _table1() + _table2() + _korthikanti() + _mtnlg() + _bloom() + _h100() + _figures()
+    )
 
 
 def _golden(f, lo: float, hi: float, iters: int = 48) -> float:
@@ -278,13 +389,15 @@ def _predict(run: Run, k: float) -> Prediction:
 @dataclass(frozen=True)
 class Row:
     """A run beside the planner: measured and predicted seconds per step, the error
-    (predicted / measured - 1), and the prediction."""
+    (predicted / measured - 1), the prediction, and ``errors``: the error of the run's
+    plan and of each of its ``alternatives`` (one value for a fully sourced run)."""
 
     run: Run
     measured_s: float
     predicted_s: float
     error: float
     prediction: Prediction
+    errors: tuple = ()
 
     def __post_init__(self):
         checks.instance("run", self.run, Run)
@@ -292,36 +405,106 @@ class Row:
         checks.positive("predicted_s", self.predicted_s)
         checks.real("error", self.error, -1.0, 1e6)
         checks.instance("prediction", self.prediction, Prediction)
+        if not isinstance(self.errors, tuple) or len(self.errors) > 17:
+            raise checks.fail("errors", "a tuple of at most 17 errors", self.errors)
+        for e in self.errors:
+            checks.real("errors", e, -1.0, 1e6)
+
+    @property
+    def abs_range(self) -> tuple:
+        """(smallest, largest) absolute error over the plausible plans."""
+        errs = [abs(e) for e in (self.errors or (self.error,))]
+        return min(errs), max(errs)
 
 
 @functools.lru_cache(maxsize=1)
 def validation() -> tuple[Row, ...]:
-    """Every run priced with its generation's calibration."""
+    """Every run priced with its generation's calibration (and its alternatives)."""
     out = []
     for r in runs():
-        pred = _predict(r, calibration(r.cluster.generation))
+        k = calibration(r.cluster.generation)
+        pred = _predict(r, k)
         meas = r.measured_step_s
-        out.append(Row(r, meas, pred.step_s, pred.step_s / meas - 1.0, pred))
+        errors = [pred.step_s / meas - 1.0]
+        for alt in r.alternatives:
+            alt_step = predict(r.model, r.cluster, r.batch, alt, calibration=k,
+                               usable_fraction=1.0).step_s  # fmt: skip
+            errors.append(alt_step / meas - 1.0)
+        out.append(Row(r, meas, pred.step_s, errors[0], pred, tuple(errors)))
     return tuple(out)
 
 
 @dataclass(frozen=True)
+class Errors:
+    """Absolute errors of ``n`` runs: ``median`` and ``max``, and their ranges over the
+    plausible plans of the assumption-dependent runs (``median_range``, ``max_range``:
+    (lowest, highest) value the statistic takes as each run's plan varies; both are
+    monotone in each run's error, so the bounds pick each run's smallest or largest)."""
+
+    n: int
+    median: float
+    max: float
+    median_range: tuple
+    max_range: tuple
+
+    def __post_init__(self):
+        checks.integer("n", self.n, 1, 10**6)
+        checks.nonnegative("median", self.median, 1e6)
+        checks.nonnegative("max", self.max, 1e6)
+        for name in ("median_range", "max_range"):
+            pair = getattr(self, name)
+            if not isinstance(pair, tuple) or len(pair) != 2:
+                raise checks.fail(name, "a (low, high) pair", pair)
+            lo, hi = (checks.nonnegative(name, x, 1e6) for x in pair)
+            if lo > hi:
+                raise checks.fail(name, "a (low, high) pair with low <= high", pair)
+
+
+def errors_of(rows) -> Errors:
+    """:class:`Errors` of ``rows`` (:class:`Row` records)."""
+    if not isinstance(rows, list | tuple) or not rows:
+        raise checks.fail("rows", "a non-empty list of Row", rows)
+    rows = [checks.instance("rows", r, Row) for r in rows]
+    nominal = np.array([abs(r.error) for r in rows])
+    lo = np.array([r.abs_range[0] for r in rows])
+    hi = np.array([r.abs_range[1] for r in rows])
+    return Errors(len(rows), float(np.median(nominal)), float(nominal.max()),
+                  (float(np.median(lo)), float(np.median(hi))),
+                  (float(lo.max()), float(hi.max())))  # fmt: skip
+
+
+#: The groups :func:`summary` reports the held-out error of.
+GROUPS = ("all", "sourced", "assumption-dependent", "tables", "figures")
+
+
+def _in_group(run: Run, group: str) -> bool:
+    if group == "all":
+        return True
+    if group in ("sourced", "assumption-dependent"):
+        return run.group == group
+    return run.sweep.startswith("Narayanan Fig.") == (group == "figures")
+
+
+@dataclass(frozen=True)
 class Summary:
-    """Errors on the held-out runs and skill: ``median_abs_error``, ``max_abs_error``
-    (held-out), ``fit_median_abs_error``, ``rank`` (sweep -> Spearman's rho of predicted
+    """Errors on the held-out runs and skill: ``held_out`` (:class:`Errors` per group of
+    :data:`GROUPS`: all held-out runs; those whose plan the sources give in full, and
+    those with an assumed field; the tables and runs, and Narayanan et al.'s figure
+    sweeps), ``fit_median_abs_error``, ``rank`` (sweep -> Spearman's rho of predicted
     against measured throughput) and the calibrations."""
 
-    held_out: int
-    median_abs_error: float
-    max_abs_error: float
+    held_out: dict
     fit_median_abs_error: float
     rank: dict
     calibrations: dict
 
     def __post_init__(self):
-        checks.integer("held_out", self.held_out, 1, 10**6)
-        for name in ("median_abs_error", "max_abs_error", "fit_median_abs_error"):
-            checks.nonnegative(name, getattr(self, name), 1e6)
+        if not isinstance(self.held_out, dict) or not set(self.held_out) <= set(GROUPS):
+            raise checks.fail("held_out", f"a dict of groups from {GROUPS} -> Errors",
+                              self.held_out)  # fmt: skip
+        for e in self.held_out.values():
+            checks.instance("held_out", e, Errors)
+        checks.nonnegative("fit_median_abs_error", self.fit_median_abs_error, 1e6)
         for name, (low, high) in (("rank", (-1.0, 1.0)), ("calibrations", (0.1, 10.0))):
             value = getattr(self, name)
             if not isinstance(value, dict):
@@ -330,30 +513,202 @@ class Summary:
                 checks.text(f"{name} key", key, 80)
                 checks.real(f"{name}[{key!r}]", x, low, high)
 
+    @property
+    def median_abs_error(self) -> float:
+        return self.held_out["all"].median
+
+    @property
+    def max_abs_error(self) -> float:
+        return self.held_out["all"].max
+
 
 def flops_per_gpu(run: Run, step_s: float) -> float:
-    """Model FLOP/s per GPU of ``run`` at ``step_s`` seconds per step (the throughput
-    ranked within a sweep: across model sizes tokens per second would rank trivially)."""
+    """Executed FLOP/s per GPU of ``run`` at ``step_s`` seconds per step (model FLOPs plus
+    the run's recomputation, as Narayanan et al. count their TFLOP/s): the throughput
+    ranked within a sweep (across model sizes tokens per second would rank trivially,
+    and a constant rate ranks nothing)."""
     checks.instance("run", run, Run)
     step_s = checks.positive("step_s", step_s, 1e9)
-    flops = float(run.model.flops(run.batch, "none")) / run.cluster.gpus / step_s
+    flops = executed_flops(run) / run.cluster.gpus / step_s
     return checks.finite_result("FLOP/s per GPU", flops)
 
 
+def _sweeps(rows) -> dict:
+    out = {}
+    for r in rows:
+        out.setdefault(r.run.sweep, []).append(r)
+    return {name: rs for name, rs in out.items() if len(rs) >= 3}
+
+
+def _rho(predicted_s, rows) -> float:
+    """Spearman's rho of throughput predicted (``predicted_s`` per row) against measured;
+    NaN when the prediction is the same for every row (it ranks nothing)."""
+    x = [flops_per_gpu(r.run, s) for r, s in zip(rows, predicted_s, strict=True)]
+    if max(x) - min(x) <= 1e-9 * max(x):
+        return float("nan")
+    return spearman(x, [flops_per_gpu(r.run, r.measured_s) for r in rows])
+
+
+@functools.lru_cache(maxsize=1)
 def summary() -> Summary:
     """Error and skill of :func:`validation` (see :class:`Summary`)."""
     rows = validation()
-    held = np.array([abs(r.error) for r in rows if r.run.split == "held-out"])
+    held = [r for r in rows if r.run.split == "held-out"]
+    groups = {}
+    for g in GROUPS:
+        sel = [r for r in held if _in_group(r.run, g)]
+        if sel:
+            groups[g] = errors_of(sel)
     fit = np.array([abs(r.error) for r in rows if r.run.split == "fit"])
-    sweeps = {}
-    for r in rows:
-        sweeps.setdefault(r.run.sweep, []).append(r)
-    rank = {name: spearman([flops_per_gpu(x.run, x.predicted_s) for x in rs],
-                           [flops_per_gpu(x.run, x.measured_s) for x in rs])
-            for name, rs in sweeps.items() if len(rs) >= 3}  # fmt: skip
-    return Summary(len(held), float(np.median(held)), float(held.max()),
-                   float(np.median(fit)), rank,
+    rank = {name: _rho([x.predicted_s for x in rs], rs) for name, rs in _sweeps(rows).items()}
+    return Summary(groups, float(np.median(fit)), rank,
                    {g: calibration(g) for g in ("A100", "H100")})  # fmt: skip
+
+
+def executed_flops(run: Run) -> float:
+    """FLOPs one step of ``run`` executes (model FLOPs plus its recomputation)."""
+    checks.instance("run", run, Run)
+    return float(run.model.flops(run.batch, run.plan.recompute))
+
+
+def baseline_seconds(run: Run, rate: float, bubble: bool) -> float:
+    """A baseline's step: the executed FLOPs at ``rate`` FLOP/s per GPU, times
+    ``1 + (p-1)/(v m)`` (the pipeline bubble, :func:`scaleout.pipeline.bubble_closed_form`)
+    when ``bubble``."""
+    checks.instance("run", run, Run)
+    rate = checks.real("rate", rate, 1e9, 1e17)
+    bubble = checks.boolean("bubble", bubble)
+    step = executed_flops(run) / run.cluster.gpus / rate
+    if bubble and run.plan.p > 1:
+        m = run.batch // (run.plan.d * run.plan.b)
+        name = "interleaved" if run.plan.v > 1 else "1f1b"
+        step *= 1.0 + float(PP.bubble_closed_form(name, run.plan.p, m, run.plan.v))
+    return checks.finite_result("baseline seconds", step)
+
+
+@dataclass(frozen=True)
+class Baseline:
+    """A baseline fitted as the planner is (one rate per GPU generation, least squares on
+    the log error over the runs marked ``fit``): ``name``, ``rates`` (generation ->
+    FLOP/s per GPU), its held-out :class:`Errors`, ``rank`` (sweep -> Spearman's rho,
+    NaN where it predicts a tie), and ``groups``: its held-out :class:`Errors` per group of
+    :data:`GROUPS`, as :class:`Summary` reports the planner's."""
+
+    name: str
+    rates: dict
+    held_out: Errors
+    rank: dict
+    groups: dict = field(default_factory=dict)
+
+    def __post_init__(self):
+        checks.text("name", self.name, 80)
+        for name in ("rates", "rank"):
+            if not isinstance(getattr(self, name), dict):
+                raise checks.fail(name, "a dict", getattr(self, name))
+        for key, x in self.rates.items():
+            checks.real(f"rates[{key!r}]", x, 1e9, 1e17)
+        checks.instance("held_out", self.held_out, Errors)
+        if not isinstance(self.groups, dict) or not set(self.groups) <= set(GROUPS):
+            raise checks.fail("groups", f"a dict of groups from {GROUPS} -> Errors",
+                              self.groups)  # fmt: skip
+        for e in self.groups.values():
+            checks.instance("groups", e, Errors)
+        for key, x in self.rank.items():
+            if not (isinstance(x, float) and math.isnan(x)):
+                checks.real(f"rank[{key!r}]", x, -1.0, 1.0)
+
+
+#: The baselines :func:`baselines` fits: a constant rate, and a rate with the bubble.
+BASELINES = {"constant rate": False, "rate and bubble": True}
+
+
+@functools.lru_cache(maxsize=1)
+def baselines() -> tuple[Baseline, ...]:
+    """The two baselines of :data:`BASELINES`, fitted and scored like the planner."""
+    rows = validation()
+    out = []
+    for name, bubble in BASELINES.items():
+        rates = {}
+        for g in ("A100", "H100"):
+            fit = [r for r in rows if r.run.split == "fit" and r.run.cluster.generation == g]
+            logs = [math.log(baseline_seconds(r.run, 1e12, bubble) * 1e12 / r.measured_s)
+                    for r in fit]  # fmt: skip
+            rates[g] = math.exp(sum(logs) / len(logs))
+        priced = []
+        for r in rows:
+            step = baseline_seconds(r.run, rates[r.run.cluster.generation], bubble)
+            errs = [step / r.measured_s - 1.0]
+            for alt in r.run.alternatives:
+                alt_run = dataclasses.replace(r.run, plan=alt, alternatives=(), assumed="-")
+                errs.append(baseline_seconds(alt_run, rates[r.run.cluster.generation],
+                                             bubble) / r.measured_s - 1.0)  # fmt: skip
+            priced.append(Row(r.run, r.measured_s, step, errs[0], r.prediction, tuple(errs)))
+        held_rows = [x for x in priced if x.run.split == "held-out"]
+        groups = {}
+        for g in GROUPS:
+            sel = [x for x in held_rows if _in_group(x.run, g)]
+            if sel:
+                groups[g] = errors_of(sel)
+        rank = {sw: _rho([x.predicted_s for x in rs], rs) for sw, rs in _sweeps(priced).items()}
+        out.append(Baseline(name, rates, groups["all"], rank, groups))
+    return tuple(out)
+
+
+def rank_by_params(sweep: str = "Narayanan Table 1") -> float:
+    """Spearman's rho of the parameter count against the measured FLOP/s per GPU over
+    the runs of ``sweep``: the skill of knowing nothing but the model's size."""
+    sweeps = _sweeps(validation())
+    checks.choice("sweep", sweep, tuple(sweeps))
+    rs = sweeps[sweep]
+    sizes = [r.run.model.params for r in rs]
+    if max(sizes) == min(sizes):
+        return float("nan")
+    return spearman(sizes, [flops_per_gpu(r.run, r.measured_s) for r in rs])
+
+
+@dataclass(frozen=True)
+class SweepResult:
+    """One sweep of Narayanan et al.'s figures (one model, batch and GPU count, the plan
+    varied): ``rho`` of the planner and ``rho_bubble`` of the rate-and-bubble baseline,
+    the measured best run and the planner's, and ``gap``: how much slower the planner
+    predicts the measured best than its own best (0 when they are the same run)."""
+
+    sweep: str
+    n: int
+    rho: float
+    rho_bubble: float
+    measured_best: str
+    predicted_best: str
+    gap: float
+
+    def __post_init__(self):
+        checks.text("sweep", self.sweep, 80)
+        checks.integer("n", self.n, 3, 64)
+        checks.real("rho", self.rho, -1.0, 1.0)
+        if not (isinstance(self.rho_bubble, float) and math.isnan(self.rho_bubble)):
+            checks.real("rho_bubble", self.rho_bubble, -1.0, 1.0)
+        checks.text("measured_best", self.measured_best, 60)
+        checks.text("predicted_best", self.predicted_best, 60)
+        checks.real("gap", self.gap, 0.0, 1e6)
+
+    @property
+    def match(self) -> bool:
+        return self.measured_best == self.predicted_best
+
+
+def figure_sweeps() -> tuple[SweepResult, ...]:
+    """:class:`SweepResult` of every sweep of Narayanan et al.'s Figures 13-16."""
+    bubble = {b.name: b for b in baselines()}["rate and bubble"]
+    out = []
+    for name, rs in _sweeps(validation()).items():
+        if not name.startswith("Narayanan Fig."):
+            continue
+        best_m = min(rs, key=lambda r: r.measured_s)
+        best_p = min(rs, key=lambda r: r.predicted_s)
+        out.append(SweepResult(name, len(rs), summary().rank[name], bubble.rank[name],
+                               best_m.run.key, best_p.run.key,
+                               best_m.predicted_s / best_p.predicted_s - 1.0))  # fmt: skip
+    return tuple(out)
 
 
 @dataclass(frozen=True)

@@ -56,7 +56,12 @@ class Plan:
     schedule when > 1), ZeRO stage ``zero`` (0-3), ``recompute`` (none / selective /
     full), sequence parallelism ``sp``, TP ``overlap`` (none / megatron / pipelined),
     bucketed DP overlap ``dp_overlap``, the memory accounting ``precision``, ``flash``
-    (FlashAttention), Megatron's ``scatter_gather`` between stages."""
+    (FlashAttention), Megatron's ``scatter_gather`` between stages, and ``regather``: with
+    sequence parallelism, whether the backward pass all-gathers each block's input again
+    (``None``: as the implementation does, yes under Megatron's and TE's overlap, no for
+    ``"none"``, the book's own layers; ``True`` with ``overlap="none"``: Megatron-LM run
+    without its async overlap, as the calculon transcription of Korthikanti et al.'s
+    Table 5 sets it, ``seq_par_ag_redo`` without ``tensor_par_overlap``)."""
 
     t: int
     p: int
@@ -71,6 +76,7 @@ class Plan:
     precision: str = "megatron-bf16"
     flash: bool = True
     scatter_gather: bool = True
+    regather: bool | None = None
 
     def __post_init__(self):
         for key, high in (("t", 1024), ("p", PP.MAX_STAGES), ("d", C.nccl.topo.MAX_RANKS),
@@ -85,6 +91,14 @@ class Plan:
         if self.overlap == "pipelined" and not self.sp:
             raise checks.fail("overlap", "'none' or 'megatron' without sequence parallelism "
                               "(TE's pipelined overlap needs sp=True)", self.overlap)  # fmt: skip
+        if self.regather is not None:
+            checks.boolean("regather", self.regather)
+            if self.regather and not self.sp:
+                raise checks.fail("regather", "None or False without sequence parallelism",
+                                  self.regather)  # fmt: skip
+            if not self.regather and self.overlap != "none":
+                raise checks.fail("regather", "None or True with Megatron's or TE's overlap "
+                                  "(they always re-gather the input)", self.regather)  # fmt: skip
         if self.sp and self.t == 1:
             raise checks.fail("sp", "False when t = 1 (nothing to split)", self.sp)
         if self.v > 1 and self.p == 1:
@@ -93,6 +107,13 @@ class Plan:
     @property
     def gpus(self) -> int:
         return self.t * self.p * self.d
+
+    @property
+    def regathers(self) -> bool:
+        """Whether the backward pass re-gathers each block's input (see ``regather``)."""
+        if self.regather is not None:
+            return self.regather
+        return self.sp and self.overlap != "none"
 
 
 @dataclass(frozen=True)
@@ -271,7 +292,9 @@ def predict(model: Model, cluster: Cluster, global_batch: int, plan: Plan, *,
     col = tuple(k * x for x in lt.col)
     row = tuple(k * x for x in lt.row)
     sec = C.tp_seconds(cluster, b, s, h, t)
-    tp_f, tp_b, tot_f, tot_b = C.tp_exposed(sec, col, row, t, plan.sp, plan.overlap)
+    tp_f, tp_b, tot_f, tot_b = C.tp_exposed(
+        sec, col, row, t, plan.sp, plan.overlap, regather=plan.regathers
+    )
     again = plan.recompute == "full"
     tp_mb = layers * (tp_f * (2 if again else 1) + tp_b)
     tp_hidden = layers * (tot_f * (2 if again else 1) + tot_b) - tp_mb

@@ -116,40 +116,94 @@ def heatmap_figure(grid: PL.Grid, title: str = "", subtitle: str = "") -> go.Fig
     return fig
 
 
+UNITS = {
+    "eq3": "TFLOP/s per GPU (eq. 3)",
+    "model": "TFLOP/s per GPU (model FLOPs)",
+    "seconds": "s per step",
+}
+
+
+def _rows(rows):
+    if not isinstance(rows, list | tuple) or not rows or len(rows) > 1000:
+        raise checks.fail("rows", "a non-empty list of planner Row records (at most 1000)", rows)
+    return [checks.instance("rows", r, PL.Row) for r in rows]
+
+
 def validation_figure(rows) -> go.Figure:
-    """Predicted against measured seconds per step (log-log), one marker per published run,
-    coloured by source, filled when held out, open when fitted; the diagonal is exact."""
-    if not isinstance(rows, list | tuple) or not rows:
-        raise checks.fail("rows", "a non-empty list of planner Row records", rows)
-    rows = [checks.instance("rows", r, PL.Row) for r in rows]
+    """The error of every published run, predicted / measured step time - 1, one marker
+    per run in table order, coloured by source (filled: held out; open: fitted); a bar
+    through a marker spans the errors over the plausible plans of an assumption-dependent
+    run; the band is +-10 %."""
+    rows = _rows(rows)
     sources = list(dict.fromkeys(r.run.sweep.split(",")[0] for r in rows))
-    lo = min(min(r.measured_s, r.predicted_s) for r in rows) / 1.3
-    hi = max(max(r.measured_s, r.predicted_s) for r in rows) * 1.3
+    keys = [r.run.key for r in rows]
     fig = new_figure(
-        title="Published runs against the planner (filled: held out; open: fitted)",
-        xaxis=dict(title="measured seconds per step", type="log"),
-        yaxis=dict(title="predicted seconds per step", type="log"),
-        height=520, legend=dict(orientation="h", y=-0.2),
+        title="Published runs: predicted / measured step time - 1 (filled: held out; open: "
+              "fitted; bars: range over assumed plans)",
+        xaxis=dict(title="published run", type="category", tickangle=-60,
+                   tickfont=dict(size=9), categoryorder="array", categoryarray=keys),
+        yaxis=dict(title="error of the predicted step (%)", zeroline=True),
+        height=560, margin=dict(b=170), legend=dict(orientation="h", y=1.02, yanchor="bottom"),
     )  # fmt: skip
-    fig.add_trace(
-        go.Scatter(
-            x=[lo, hi],
-            y=[lo, hi],
-            mode="lines",
-            name="exact",
-            line=dict(color="#888888", dash="dot"),
-            hoverinfo="skip",
-        )
-    )
+    fig.add_hrect(y0=-10, y1=10, fillcolor="#DDDDDD", opacity=0.35, line_width=0)
     for j, src in enumerate(sources):
         sel = [r for r in rows if r.run.sweep.split(",")[0] == src]
+        lo = [100 * (r.error - min(r.errors or (r.error,))) for r in sel]
+        hi = [100 * (max(r.errors or (r.error,)) - r.error) for r in sel]
         fig.add_trace(go.Scatter(
-            x=[r.measured_s for r in sel], y=[r.predicted_s for r in sel], mode="markers",
-            name=src, text=[f"{r.run.key}: {r.error:+.0%}" for r in sel],
-            marker=dict(size=10, color=rank_color(j),
+            x=[r.run.key for r in sel], y=[100 * r.error for r in sel], mode="markers",
+            name=src, error_y=dict(type="data", array=hi, arrayminus=lo, visible=True,
+                                   thickness=1.5, width=3),
+            marker=dict(size=9, color=rank_color(j),
                         symbol=["circle" if r.run.split == "held-out" else "circle-open"
                                 for r in sel], line=dict(width=2, color=rank_color(j))),
-            hovertemplate="%{text}<br>measured %{x:.3g} s, predicted %{y:.3g} s<extra></extra>",
+            text=[f"measured {r.measured_s:.3g} s, predicted {r.predicted_s:.3g} s" for r in sel],
+            hovertemplate="%{x}: %{y:+.1f} %<br>%{text}<extra></extra>",
+        ))  # fmt: skip
+    return fig
+
+
+SWEEP_AXES = {
+    13: "(pipeline stages p, tensor-parallel size t)",
+    14: "(pipeline stages p, data-parallel size d)",
+    15: "(tensor-parallel size t, data-parallel size d)",
+    16: "micro-batch size b",
+}
+
+
+def sweep_figure(rows, figure: int) -> go.Figure:
+    """One of Narayanan et al.'s Figures 13-16 beside the planner: achieved TFLOP/s per GPU
+    (eq. 3) of every configuration, measured (markers, with the reading's uncertainty) and
+    predicted (dashed), one colour per global batch. ``rows`` from
+    :func:`scaleout.planner.published.validation`."""
+    rows = _rows(rows)
+    figure = checks.choice("figure", figure, tuple(SWEEP_AXES))
+    prefix = f"Narayanan Fig. {figure}, "
+    sel = [r for r in rows if r.run.sweep.startswith(prefix)]
+    if not sel:
+        raise checks.fail("rows", f"rows holding the sweeps of Figure {figure}", len(rows))
+    batches = list(dict.fromkeys(r.run.sweep for r in sel))
+    fig = new_figure(
+        title=f"Narayanan et al. Figure {figure} (64 A100): measured and predicted",
+        xaxis=dict(title=SWEEP_AXES[figure], type="category"),
+        yaxis=dict(title="achieved TFLOP/s per GPU (eq. 3)", rangemode="tozero"),
+        height=420, legend=dict(orientation="h", y=-0.25),
+    )  # fmt: skip
+    for j, sweep in enumerate(batches):
+        rs = [r for r in sel if r.run.sweep == sweep]
+        x = [r.run.key.split(" ", 2)[2] for r in rs]
+        batch = sweep.removeprefix(prefix)
+        fig.add_trace(go.Scatter(
+            x=x, y=[r.run.measured for r in rs], mode="markers", name=f"measured, {batch}",
+            marker=dict(size=10, color=rank_color(j)),
+            error_y=dict(type="data", array=[r.run.uncertainty for r in rs], visible=True),
+            hovertemplate="%{x}: measured %{y:.0f} TFLOP/s<extra></extra>",
+        ))  # fmt: skip
+        fig.add_trace(go.Scatter(
+            x=x, y=[PL.flops_per_gpu(r.run, r.predicted_s) / 1e12 for r in rs],
+            mode="lines+markers", name=f"predicted, {batch}",
+            line=dict(color=rank_color(j), dash="dash"), marker=dict(symbol="x", size=8),
+            hovertemplate="%{x}: predicted %{y:.3g} TFLOP/s<extra></extra>",
         ))  # fmt: skip
     return fig
 
@@ -230,11 +284,20 @@ def mesh_figure(dp: int = 2, pp: int = 2, tp: int = 2) -> go.Figure:
 
 
 def validation_table(rows) -> go.Figure:
-    """The validation table as a figure: run, split, measured and predicted seconds per
-    step, error, and the source of each row."""
-    if not isinstance(rows, list | tuple) or not rows:
-        raise checks.fail("rows", "a non-empty list of planner Row records", rows)
-    rows = [checks.instance("rows", r, PL.Row) for r in rows]
+    """The validation table as a figure: run, split, GPUs, plan, the measured value in the
+    source's unit (with its reading uncertainty), measured and predicted seconds per step,
+    the error (and its range over assumed plans), what was assumed, and the source."""
+    rows = _rows(rows)
+
+    def measured(r):
+        u = f" +- {r.run.uncertainty:g}" if r.run.uncertainty else ""
+        return f"{r.run.measured:g}{u} {UNITS[r.run.convention]}"
+
+    def err(r):
+        if len(r.errors) > 1:
+            return f"{r.error:+.1%} ({min(r.errors):+.1%} to {max(r.errors):+.1%})"
+        return f"{r.error:+.1%}"
+
     cols = {
         "run": [r.run.key for r in rows],
         "split": [r.run.split for r in rows],
@@ -243,39 +306,37 @@ def validation_table(rows) -> go.Figure:
             f"{r.run.plan.t}, {r.run.plan.p}, {r.run.plan.d}, {r.run.plan.b}, {r.run.plan.v}"
             for r in rows
         ],
+        "measured (source's unit)": [measured(r) for r in rows],
         "measured s": [f"{r.measured_s:.3g}" for r in rows],
         "predicted s": [f"{r.predicted_s:.3g}" for r in rows],
-        "error": [f"{r.error:+.1%}" for r in rows],
+        "error (range)": [err(r) for r in rows],
+        "assumed": [r.run.assumed or "-" for r in rows],
         "source": [r.run.source for r in rows],
     }
     fig = new_figure(
         title="Published runs: measured and predicted seconds per step",
-        height=120 + 26 * len(rows),
+        height=140 + 34 * len(rows),
         margin=dict(l=10, r=10, t=50, b=10),
     )
     fig.add_trace(go.Table(
-        columnwidth=[150, 60, 60, 110, 80, 80, 60, 420],
+        columnwidth=[120, 55, 50, 90, 150, 60, 60, 130, 230, 330],
         header=dict(values=list(cols), align="left", fill_color="#E5E5E5"),
-        cells=dict(values=list(cols.values()), align="left", height=24),
+        cells=dict(values=list(cols.values()), align="left", height=30, font=dict(size=10)),
     ))  # fmt: skip
     return fig
 
 
-def explorer_figure(preset: str, gpus: int, global_batch: int, overlap: str) -> go.Figure:
-    """The (t, p) heatmap for a preset model on ``gpus`` GPUs of the preset's kind, at
-    ``global_batch``, with TP ``overlap`` (the explorer's figure; the planner computes)."""
-    checks.choice("preset", preset, tuple(PL.PRESETS))
-    model, cluster, _ = PL.PRESETS[preset]
+def explorer_figure(model: str, gpus: int, global_batch: int, overlap: str) -> go.Figure:
+    """The (t, p) heatmap for one of ``scaleout.planner.EXPLORER_MODELS`` on ``gpus``
+    GPUs of its kind, at ``global_batch``, with TP ``overlap`` (the explorer's figure; the
+    planner computes)."""
+    checks.choice("model", model, tuple(PL.EXPLORER_MODELS))
+    net, gpu, topology = PL.EXPLORER_MODELS[model]
     gpus = checks.integer("gpus", gpus, 8, PL.model.MAX_GPUS)
     checks.choice("overlap", overlap, PL.OVERLAPS)
-    cl = PL.Cluster(f"{gpus} GPUs", gpus, cluster.gpu, cluster.topology)
-    space = PL.Space(overlap=overlap)
-    try:
-        g = PL.grid(model, cl, global_batch, space=space,
-                    calibration=PL.calibration(cl.generation))  # fmt: skip
-    except ValueError as e:
-        return new_figure(title=str(e)[:100], xaxis=dict(title="pipeline stages p"),
-                          yaxis=dict(title="tensor-parallel size t"), height=440)  # fmt: skip
+    cl = PL.Cluster(f"{gpus} GPUs", gpus, gpu, topology)
+    g = PL.grid(net, cl, global_batch, space=PL.Space(overlap=overlap),
+                calibration=PL.calibration(cl.generation))  # fmt: skip
     best = g.results[0]
     sub = f"best: {plan_label(best.plan)}, {best.step_s:.3g} s, MFU {best.mfu:.0%}"
-    return heatmap_figure(g, f"{model.name} on {gpus:,} GPUs, B = {global_batch}", sub)
+    return heatmap_figure(g, f"{net.name} on {gpus:,} {gpu}, B = {global_batch:,}", sub)
