@@ -315,3 +315,22 @@ def test_3d_mesh_equals_one_process():
 @pytest.mark.timeout(150)
 def test_3d_demo_under_torchrun(torchrun):
     assert "3D run equals one process" in torchrun("scaleout.demos.planner", nproc=8, timeout=140)
+
+
+def test_zero3_exposure_is_chapter_6s_per_pass_pipeline():
+    """ZeRO-3's per-micro-batch gathers are exposed as chapter 6 prices them
+    (memory.zero3_exposed_seconds: each pass a pipeline of the stage's L layers), not as
+    one pipeline of 2L pieces: max(C, K) - K + min(C, K) / L per micro-batch."""
+    from scaleout.planner.step import logits_seconds, stage_layers
+
+    model, cluster = PL.ONE_T, PL.Cluster("1T A100", 3072)
+    for d, b in ((24, 1), (24, 8)):
+        plan = PL.Plan(8, 16, d, b, zero=3)
+        r = PL.predict(model, cluster, 3072, plan)
+        comm = (r.parts["dp"] + r.hidden["dp"]) / r.m  # one micro-batch's gathers, scatters
+        compute_mb = r.parts["compute"] / r.m - logits_seconds(model, cluster, b, 8)
+        layers = stage_layers(model, 16)
+        want = max(comm, compute_mb) - compute_mb + min(comm, compute_mb) / layers
+        assert r.parts["dp"] / r.m == pytest.approx(want, rel=1e-9)
+        two_l = max(comm, compute_mb) - compute_mb + min(comm, compute_mb) / (2 * layers)
+        assert abs(r.parts["dp"] / r.m - two_l) > 1e-3 * want  # not the old 2L pieces

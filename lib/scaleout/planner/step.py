@@ -13,8 +13,9 @@ overlap, DP overlap, the memory accounting, FlashAttention):
   :func:`scaleout.pipeline.bubble_closed_form` (1F1B, or interleaved with ``v`` chunks:
   ``(p-1)/(v m)``) of the mean stage;
 * then the exposed DP traffic (:func:`~scaleout.planner.comm.dp_exposed`; ZeRO-3's
-  all-gathers repeat per micro-batch, prefetched one layer ahead:
-  :func:`scaleout.memory.exposed_comm_seconds` over the layers) and the optimizer step.
+  all-gathers repeat per micro-batch, prefetched one layer ahead, each pass its own
+  pipeline of the stage's layers as in chapter 6: :func:`scaleout.memory.zero3_exposed_seconds`)
+  and the optimizer step.
 
 Memory (the first stage, which holds the most micro-batches, or the last, which holds the
 logits): :func:`scaleout.memory.model_state_bytes` with the run's accounting
@@ -315,7 +316,7 @@ def predict(model: Model, cluster: Cluster, global_batch: int, plan: Plan, *,
     if plan.zero == 3:
         per_mb = dp
         dp_comm = m * per_mb
-        exposed = m * float(MEM.exposed_comm_seconds(per_mb, compute_mb, 2 * layers))
+        exposed = m * float(MEM.zero3_exposed_seconds(per_mb, compute_mb, layers))
     else:
         dp_comm = dp
         exposed = C.dp_exposed(dp, window, C.buckets(params, d), plan.dp_overlap)
