@@ -8,6 +8,14 @@ import sys
 from pathlib import Path
 
 import pytest
+from hypothesis import settings
+
+# Property tests draw the same examples on every run ("ci", the default), so `make test`
+# passes or fails the same way on every machine; HYPOTHESIS_PROFILE=explore draws new ones
+# (a failure it finds prints the example to pin with @example).
+settings.register_profile("ci", derandomize=True, print_blob=True)
+settings.register_profile("explore", derandomize=False, print_blob=True)
+settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "ci"))
 
 TORCHRUN = Path(sys.executable).with_name("torchrun")
 

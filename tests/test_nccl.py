@@ -189,12 +189,34 @@ def test_ll_wins_tiny_messages_and_simple_huge_ones(name, nodes, algo):
 
 
 @settings(max_examples=40, deadline=None)
-@given(PRESET, st.integers(1, 63), st.sampled_from(nccl.COLLECTIVES), SIZE)
+@given(PRESET, st.integers(2, 63), st.sampled_from(nccl.COLLECTIVES), SIZE)
 def test_more_nodes_are_never_faster_per_byte_for_a_ring(name, nodes, coll, size):
+    """From two servers on (the first server boundary: see the test below)."""
     t = _topo(name, nodes)
     now = nccl.predict(coll, size, t, algorithm="ring").seconds
     more = nccl.predict(coll, size, t.with_(nodes=nodes + 1), algorithm="ring").seconds
     assert more >= now * (1 - 1e-12)
+
+
+def test_the_first_server_boundary_can_speed_up_a_broadcast():
+    """Where NCCL's model is not monotone in servers: one DGX H100's NVLink ring runs at
+    NCCL's intra-node speed (about 360 GB/s), a ring across servers at about 380 (its
+    channels through eight NICs: chapter 10 and 11 compare both with measurements), so a
+    huge broadcast or reduce (bus bandwidth = algorithm bandwidth) is predicted faster on two
+    servers than on one; all-reduce and all-gather are not (their (p-1)/p factors grow)."""
+    one, two = _topo("dgx-h100", 1), _topo("dgx-h100", 2)
+    for coll in ("broadcast", "reduce"):
+        a = nccl.predict(coll, 1e10, one, algorithm="ring")
+        b = nccl.predict(coll, 1e10, two, algorithm="ring")
+        assert b.seconds < a.seconds and 1.05 < a.seconds / b.seconds < 1.07
+        assert 355 < a.busbw_gb_per_s < 365 and 375 < b.busbw_gb_per_s < 385
+        assert (
+            nccl.predict(coll, 1e6, two, algorithm="ring").seconds
+            > nccl.predict(coll, 1e6, one, algorithm="ring").seconds
+        )  # small messages pay the network's latency
+    for coll in ("allreduce", "allgather", "reducescatter"):
+        a = nccl.predict(coll, 1e10, one, algorithm="ring").seconds
+        assert nccl.predict(coll, 1e10, two, algorithm="ring").seconds > a
 
 
 @settings(max_examples=30, deadline=None)
