@@ -352,6 +352,19 @@ def test_gantt_draws_every_operation_once():
         VP.gantt(s, color_by="rank")
 
 
+def test_gantt_labels_bars_only_while_they_are_legible():
+    """Micro-batch numbers inside the bars up to MAX_LABELLED_PER_STAGE operations a stage;
+    beyond, none drawn (they shrank to specks and dominated the explorer's redraw), but the
+    hover still names every bar's micro-batch."""
+    few = VP.gantt(P.schedule("interleaved", 4, 8, 2))  # 32 operations a stage
+    many = VP.gantt(P.schedule("interleaved", 8, 16, 4))  # 128 operations a stage
+    for fig, where in ((few, "inside"), (many, "none")):
+        bars = [t for t in fig.data if t.hovertemplate]
+        assert {t.textposition for t in bars} == {where}
+        assert all(len(t.text) == len(t.x) and "%{text}" in t.hovertemplate for t in bars)
+    assert VP.MAX_LABELLED_PER_STAGE * 4 >= 32 * 4 and VP.MAX_LABELLED_PER_STAGE < 128
+
+
 def test_schedules_animation_frames_only_move_the_veil():
     scheds = [P.schedule(n, 4, 8, 2 if n == "interleaved" else 1) for n in P.SCHEDULES[1:]]
     fig = VP.schedules_animation(scheds, frames=40)

@@ -71,6 +71,11 @@ def _simulation_budget(runs):
         )
 
 
+#: A Gantt chart labels its bars with their micro-batch only up to this many operations per
+#: stage (forward, backward and weight pieces of every chunk).
+MAX_LABELLED_PER_STAGE = 48
+
+
 def gantt_traces(tl, color_by="phase", xaxis="x", yaxis="y", legend=True, scale=1.0):
     """Bar traces of a :class:`~scaleout.pipeline.Timeline`, y = stage number: the idle
     intervals (bubbles) in light grey, then one trace per phase and chunk. ``scale``
@@ -82,6 +87,10 @@ def gantt_traces(tl, color_by="phase", xaxis="x", yaxis="y", legend=True, scale=
     legend = checks.boolean("legend", legend)
     scale = checks.positive("scale", scale, 1e12)
     common = dict(orientation="h", xaxis=xaxis, yaxis=yaxis, width=0.8, showlegend=legend)
+    # Micro-batch numbers inside the bars only while a row holds few enough to read; beyond
+    # that plotly shrinks them to specks, and laying them out dominates a redraw (hover
+    # still names every bar).
+    labels = len(tl.phase) <= MAX_LABELLED_PER_STAGE * tl.p
     ist, i0, i1 = P.idle_intervals(tl)
     traces = [
         go.Bar(
@@ -93,7 +102,7 @@ def gantt_traces(tl, color_by="phase", xaxis="x", yaxis="y", legend=True, scale=
         for c in range(tl.v):
             sel = np.flatnonzero((tl.phase == ph) & (tl.chunk == c))
             if len(sel):
-                traces.append(_phase_bars(tl, sel, ph, c, color_by, scale, common))
+                traces.append(_phase_bars(tl, sel, ph, c, color_by, scale, common, labels))
         if color_by == "stage" and np.any(tl.phase == ph) and legend:  # a grey legend swatch
             traces.append(
                 go.Bar(
@@ -112,8 +121,9 @@ def _axis(name, value, letter):
     return value
 
 
-def _phase_bars(tl, sel, ph, c, color_by, scale, common):
-    """One bar trace: the operations ``sel`` (all of phase ``ph``, chunk ``c``)."""
+def _phase_bars(tl, sel, ph, c, color_by, scale, common, labels=True):
+    """One bar trace: the operations ``sel`` (all of phase ``ph``, chunk ``c``); ``labels``:
+    micro-batch numbers drawn inside the bars (always in the hover)."""
     st, mb = tl.stage[sel], tl.microbatch[sel]
     a, b = tl.start[sel] * scale, tl.end[sel] * scale
     name = PHASE_NAMES[ph]
@@ -133,7 +143,8 @@ def _phase_bars(tl, sel, ph, c, color_by, scale, common):
         y=st, base=a, x=b - a, name=name, hovertemplate=hover,
         legendgroup=name, marker=dict(color=colors, line=dict(color="white", width=0.5),
                                       pattern=pattern),
-        text=[str(j) for j in mb], textposition="inside", insidetextanchor="middle",
+        text=[str(j) for j in mb], textposition="inside" if labels else "none",
+        insidetextanchor="middle",
         textfont=dict(color=ink, size=11), **common,
     )  # fmt: skip
 
