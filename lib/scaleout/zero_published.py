@@ -52,9 +52,7 @@ class Zero3Run:
     vocab: int = 51200
 
     def __post_init__(self):
-        checks.text("name", self.name)
-        for key in ("layers", "hidden", "heads", "seq", "vocab"):
-            checks.integer(key, getattr(self, key), 1, 2**31)
+        _ = self.model  # the GPT shape, checked by memory.Transformer
         checks.integer("gpus", self.gpus, 8, MAX_GPUS)
         if self.gpus % 8:
             raise checks.fail("gpus", "a multiple of 8 (DGX A100 servers)", self.gpus)
@@ -66,9 +64,15 @@ class Zero3Run:
         checks.positive("tflops", self.tflops, high=1e4)
 
     @property
+    def model(self) -> memory.Transformer:
+        """The run's GPT shape as :class:`scaleout.memory.Transformer`."""
+        return memory.Transformer(self.name, self.layers, self.hidden, self.heads, self.seq,
+                                  self.vocab)  # fmt: skip
+
+    @property
     def params(self) -> float:
-        """Parameters (:func:`scaleout.memory.transformer_params`)."""
-        return memory.transformer_params(self.layers, self.hidden, self.seq, self.vocab)
+        """Parameters, counted by :class:`scaleout.memory.Transformer`."""
+        return self.model.params
 
     @property
     def microbatches(self) -> int:
