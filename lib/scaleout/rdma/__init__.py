@@ -7,6 +7,8 @@ The package, in reading order:
 * :mod:`~scaleout.rdma.packets` -- one RDMA write on the wire (PSNs, opcodes, RETH,
   immediate data) and the two receiver rules.
 * :mod:`~scaleout.rdma.datapath` -- GPUDirect RDMA against a copy staged in host memory.
+* :mod:`~scaleout.rdma.nccl_ib` -- the work requests NCCL posts for one message (adaptive
+  routing splits off the immediate) and when its receiver flushes (Ampere and earlier).
 * The packet-level simulator of one write over a lossy path:
 
   - :mod:`~scaleout.rdma.config` -- the model and its parameters
@@ -41,6 +43,12 @@ from .config import (
 from .datapath import data_path_times
 from .engine import simulate_fast
 from .experiments import Sweep, simulate, sweep
+from .nccl_ib import (
+    NCCL_IB_AR_THRESHOLD,
+    adaptive_routing_default,
+    message_work_requests,
+    needs_flush,
+)
 from .packets import (
     MAX_MESSAGE_BYTES,
     WritePacket,
@@ -70,10 +78,12 @@ from .results import SimResult, Timeline
 
 __all__ = [
     "ACCESS", "ATTRIBUTES", "DEFAULT_RTO_S", "LOSS_MODELS", "MAX_MESSAGE_BYTES", "MAX_PACKETS",
-    "MAX_TIMELINE_TRANSMISSIONS", "MAX_TRANSMISSIONS", "MAX_WINDOW", "NCCL_IB_RETRY_CNT",
+    "MAX_TIMELINE_TRANSMISSIONS", "MAX_TRANSMISSIONS", "MAX_WINDOW", "NCCL_IB_AR_THRESHOLD",
+    "NCCL_IB_RETRY_CNT",
     "NCCL_IB_RNR_RETRY", "NCCL_IB_TIMEOUT", "PATH_MTUS", "PSN_MODULUS", "RETRY_EXCEEDED",
     "STATES", "STRATEGIES", "SUCCESS", "TRANSITIONS", "Fates", "QueuePair", "SimConfig",
-    "SimResult", "Sweep", "Timeline", "WritePacket", "connect_rc", "data_path_times",
+    "SimResult", "Sweep", "Timeline", "WritePacket", "adaptive_routing_default", "connect_rc",
+    "data_path_times", "message_work_requests", "needs_flush",
     "gbn_goodput_fraction", "ideal_completion_s", "local_ack_timeout_s", "rdma_write_steps",
     "responder_go_back_n", "responder_ooo", "retry_exhausted_s", "rnr_retries", "simulate",
     "simulate_fast", "simulate_reference", "sweep", "write_packets",
