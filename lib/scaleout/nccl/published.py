@@ -79,10 +79,12 @@ def _gb200(nodes, gpus):
 MEASUREMENTS: tuple[Measurement, ...] = (
     Measurement("8xA100 1 node", topology("dgx-a100"), "allreduce", 16 * GIB, None, "busbw",
                 234.89, None, ML_ENG, "not stated", "nccl-tests -g 8 sweep"),
-    Measurement("8xH200 1 node, NVLS", _h100(), "allreduce", 16 * GIB, None, "busbw", 480.0,
-                "nvls", ML_ENG, "2.27.7", "H200: same NVLink and NVSwitch as H100"),
+    Measurement("8xH200 1 node, NVLS", _h100(), "allreduce", 16 * GIB, None, "busbw", 482.26,
+                "nvls", ML_ENG, "2.27.7", "H200: same NVLink and NVSwitch as H100; README.md "
+                "lines 972 and 1285 (its line 978 rounds it to 480.0)"),
     Measurement("8xH200 1 node, NVLS off", _h100(nvls=False), "allreduce", 16 * GIB, None,
-                "busbw", 367.2, "ring", ML_ENG, "2.27.7", "NCCL_NVLS_ENABLE=0"),
+                "busbw", 367.61, "ring", ML_ENG, "2.27.7", "NCCL_NVLS_ENABLE=0; README.md "
+                "lines 972 and 1284 (its line 989 rounds it to 367.2)"),
     Measurement("8xH200 all-gather", _h100(), "allgather", 16 * GIB, None, "busbw", 361.4,
                 "ring", ML_ENG, "2.27.7"),
     Measurement("8xH200 reduce-scatter", _h100(), "reducescatter", 16 * GIB, None, "busbw",
