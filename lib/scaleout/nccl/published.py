@@ -165,16 +165,26 @@ ALLTOALL: tuple[Measurement, ...] = (
                 "not stated", f"{_GTC25}; 32 GPUs in one NVLink domain"),
 )  # fmt: skip
 
-# (size in bytes, microseconds) NCCL printed for allreduce, "Algo 0 proto 0" (Tree/LL),
-# on three 8-GPU H100 nodes (NVIDIA/nccl issue 1453, NCCL_DEBUG=INFO)
-#: Times NCCL printed for its own model, a Tree/LL all-reduce on three 8-GPU H100 nodes.
+#: Times NCCL printed for its own model (``NCCL_DEBUG=INFO``: "N Bytes -> Algo A proto P time
+#: T") for all-reduces on three 8-GPU H100 servers, as (bytes, algorithm, protocol,
+#: microseconds): Tree/LL ("Algo 0 proto 0") for small sizes, NVLSTree/Simple ("Algo 5
+#: proto 2") from 512 KiB. The reporter's machine: NCCL 2.22.3, 8 ConnectX-7 ports at 200 Gb/s
+#: per server (NVIDIA/nccl issue 1453). The Tree/LL points do not depend on the NIC speed;
+#: the NVLSTree ones do, and match on this machine only.
 NCCL_PRINTED = {
     "source": ISSUE.format("nccl", 1453),
-    "topo": _h100(3),
+    "release": "2.22.3",
+    "topo": _h100(3, nic_gbps=200),
     "collective": "allreduce",
-    "algorithm": "tree",
-    "protocol": "ll",
-    "points": ((64, 25.207382), (1024, 25.331232), (4096, 25.874907), (8192, 26.549810)),
+    "points": (
+        (64, "tree", "ll", 25.207382),
+        (1024, "tree", "ll", 25.331232),
+        (4096, "tree", "ll", 25.874907),
+        (8192, "tree", "ll", 26.549810),
+        (524288, "nvls_tree", "simple", 59.5536),
+        (1048576, "nvls_tree", "simple", 66.1072),
+        (2097152, "nvls_tree", "simple", 79.2144),
+    ),
 }
 
 
