@@ -294,6 +294,31 @@ def comm_volume(params, stage: int, dp=None):
     return _out("volume", volume)
 
 
+#: Bytes per element of the data types a collective carries.
+DTYPE_BYTES = {"fp32": 4, "bf16": 2, "fp16": 2, "fp8": 1}
+
+
+def comm_bytes(params, stage: int, param_dtype: str = "bf16", grad_dtype: str = "fp32", dp=None):
+    """Bytes each rank sends per training step: :func:`comm_volume`'s elements, each
+    collective at its own data type (parameter all-gathers in ``param_dtype``, gradient
+    all-reduces and reduce-scatters in ``grad_dtype``).
+
+    The defaults are Megatron-LM's bf16 training (bf16 parameters, gradients reduced in fp32:
+    ``accumulate_allreduce_grads_in_fp32``) and TorchTitan's FSDP2 (``param_dtype`` bf16,
+    ``reduce_dtype`` fp32). Then plain DP sends 8 psi bytes, ZeRO-1/2 6 psi and ZeRO-3 8 psi:
+    ZeRO-3 costs 1.0x DP and 1.33x ZeRO-2, not the 1.5x of the element count."""
+    psi, stage = _reals("params", params), _stage(stage)
+    p_bytes = DTYPE_BYTES[checks.choice("param_dtype", param_dtype, tuple(DTYPE_BYTES))]
+    g_bytes = DTYPE_BYTES[checks.choice("grad_dtype", grad_dtype, tuple(DTYPE_BYTES))]
+    per_elem = sum(v * (p_bytes if what.startswith(("parameters", "updated")) else g_bytes)
+                   for _, what, v in COMM_PATTERN[stage])  # fmt: skip
+    volume = psi * per_elem
+    if dp is not None:
+        n = _counts("dp", dp)
+        volume = volume * (n - 1) / n
+    return _out("volume", volume)
+
+
 @_QUIET
 def exposed_comm_seconds(comm_seconds, compute_seconds, pieces=1):
     """Communication time that overlap cannot hide, in seconds.

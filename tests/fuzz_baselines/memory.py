@@ -7,6 +7,7 @@ BASELINES = {
     "model_state_bytes": call(7.5e9, 1, 64),
     "device_bytes": call(7.5e9, 3, 64, activation_bytes=1e9),
     "comm_volume": call(7.5e9, 3, dp=64),
+    "comm_bytes": call(7.5e9, 3, param_dtype="bf16", grad_dtype="fp32", dp=64),
     "activation_bytes_per_layer": call(2048, 1, 4096, 32),
     "activation_bytes": call(36, 2048, 1, 4096, 32),
     "Transformer": call("7.5B", 36, 4096, 32),
