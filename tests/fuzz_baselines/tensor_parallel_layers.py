@@ -21,5 +21,5 @@ BASELINES = {
     "megatron_mlp": call(X, W1, B1, W2, B2, 2),
     "attention": call(X, W_HH, W_HH, W_HH, W_HH, 2, causal=True),
     "tensor_parallel_attention": call(X, W_HH, W_HH, W_HH, W_HH, 2, 2, causal=False),
-    "valid_tensor_parallel_sizes": call(12288, 96, limit=64),
+    "valid_tensor_parallel_sizes": call(12288, 96, limit=64, kv_heads=8),
 }

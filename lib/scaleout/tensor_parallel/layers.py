@@ -275,12 +275,22 @@ def tensor_parallel_attention(x, wq, wk, wv, wo, heads: int, t: int, causal=True
     )
 
 
-def valid_tensor_parallel_sizes(h: int, heads: int, limit: int = 64) -> list[int]:
-    """Every t <= ``limit`` that divides both h and the head count (and so 4h).
+def valid_tensor_parallel_sizes(
+    h: int, heads: int, limit: int = 64, *, kv_heads: int | None = None
+) -> list[int]:
+    """Every t <= ``limit`` that divides h, the head count (and so 4h) and, with grouped-query
+    attention, the ``kv_heads`` key/value heads (None: as many as query heads).
 
-    ``limit`` is at most ``MAX_T``; the loop runs over t <= min(limit, heads) only.
+    Megatron-Core splits the key/value heads over the tensor-parallel ranks and requires t to
+    divide them (``megatron/core/transformer/attention.py``: ``divide(num_query_groups,
+    world_size)`` asserts it); with more ranks than KV heads each rank would hold copies of
+    the KV projections (inference engines such as vLLM replicate them). ``limit`` is at most
+    ``MAX_T``; the loop runs over t <= min(limit, heads) only.
     """
     h = checks.integer("h", h, 1, MAX_HIDDEN)
     heads = checks.integer("heads", heads, 1, MAX_HEADS)
     limit = checks.integer("limit", limit, 1, MAX_T)
-    return [t for t in range(1, min(limit, heads) + 1) if h % t == 0 and heads % t == 0]
+    kv = heads if kv_heads is None else checks.integer("kv_heads", kv_heads, 1, heads)
+    if heads % kv:
+        raise checks.fail("kv_heads", f"a divisor of heads ({heads})", kv)
+    return [t for t in range(1, min(limit, kv) + 1) if h % t == 0 and kv % t == 0]
