@@ -192,6 +192,9 @@ def compare(log: Log, machine="dgx-h100", nodes: int = 1, *, collective: str | N
     p = ranks if ranks is not None else log.ranks
     if p is None:
         raise checks.fail("ranks", "given when the log has no device list", None)
+    if p < 2:
+        raise checks.fail("ranks", "at least 2 (the log's device list may be partial: pass "
+                          "ranks=)", p)  # fmt: skip
     topo = machine_topology(machine, p, nodes, **overrides)
     rows = sorted(log.timed(), key=lambda r: r.nbytes)
     if not rows:

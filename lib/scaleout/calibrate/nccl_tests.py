@@ -210,7 +210,8 @@ def parse_nccl_tests_all(text: str) -> tuple[Log, ...]:
             if table is not None:
                 _finish(table, logs, binary)
                 table, binary = None, None
-            pre = _fresh()
+                pre = _fresh()
+            pre = {**_fresh(), "info": pre["info"], "nranks": pre["nranks"]}  # chatter before it
             pre["collective"] = _collective(m.group(1).rsplit("/", 1)[-1])
             continue
         m = _CONCLUDED.search(stripped)
@@ -234,7 +235,7 @@ def parse_nccl_tests_all(text: str) -> tuple[Log, ...]:
             _finish(table, logs, binary)  # the next test's preamble: this table is complete
             table, pre, binary = None, _fresh(), None
         if m and table is None:
-            desc = " ".join(stripped.lstrip("#").split())
+            desc = stripped.lstrip("#").strip()
             if (m.group(1), desc) not in pre["devices"]:
                 pre["devices"].append((m.group(1), desc))
             continue
