@@ -289,3 +289,19 @@ def test_published_csv_is_long_format():
     seen = {(e.source, e.locator, e.log, e.quantity) for e in rows}
     assert len(seen) == len(rows)
     assert {e.log for e in rows if e.log.endswith(".txt")} == set(P.log_files())
+
+
+def test_one_half_rows():
+    # trace replay (util.cu writeBenchMarkLineNullBody): 32 blanks, then the in-place half
+    head = ("# %10s  %12s  %8s  %6s  %6s  %7s  %6s  %6s  %6s  %7s  %6s  %6s  %6s\n" % (
+        "size", "count", "type", "redop", "root", "time", "algbw", "busbw", "#wrong", "time",
+        "algbw", "busbw", "#wrong"))
+    lead = "%12li  %12li  %8s  %6s  %6s" % (64, 16, "float", "sum", "-1")
+    half = "  %7s  %6s  %6s  %6g" % ("5.00", "0.01", "0.02", 0)
+    r = CAL.parse_nccl_tests(head + lead + " " * 32 + half + "\n").rows[0]
+    assert r.out_of_place is None and r.in_place.time_us == 5.0
+    r = CAL.parse_nccl_tests(head + lead + half + "\n").rows[0]  # a log without in-place
+    assert r.in_place is None and r.out_of_place.time_us == 5.0
+    log = CAL.gloo_log("allreduce", [1024, 4096], [1e-4, 2e-4], ranks=4)
+    back = CAL.parse_nccl_tests(CAL.format_nccl_tests(log))
+    assert [x.out_of_place.time_us for x in back.rows] == [100.0, 200.0]

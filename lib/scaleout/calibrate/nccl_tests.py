@@ -90,15 +90,20 @@ class _Table:
         self.pre = pre
         self.rows, self.skipped, self.avg = [], [], None
 
-    def row(self, tokens) -> Row | None:
+    def row(self, tokens, line: str = "") -> Row | None:
         tokens = _join_asterisks(tokens)
         n, w = len(self.lead), self.width
         body = tokens[n:]
         if len(body) >= w * self.halves:
             halves = [body[i * w:(i + 1) * w] for i in range(self.halves)]
             names = self.names
-        elif self.halves == 2 and len(body) >= w:  # trace replay: out-of-place left blank
-            halves, names = [body[:w]], ["in_place"]
+        elif self.halves == 2 and len(body) >= w:
+            # one half: trace replay leaves the out-of-place half blank (32 spaces before the
+            # in-place half, util.cu writeBenchMarkLineNullBody); otherwise the in-place half
+            # is the one missing
+            gap = re.search(r"\S\s{20,}\S", line or "")
+            halves = [body[:w]]
+            names = ["in_place"] if gap else ["out_of_place"]
         else:
             return None
         lead = dict(zip(self.lead, tokens[:n], strict=True))
@@ -258,7 +263,7 @@ def parse_nccl_tests_all(text: str) -> tuple[Log, ...]:
         tokens = stripped.split()
         if stripped.startswith("#") or not tokens[0].isdigit():
             continue
-        row = table.row(tokens)
+        row = table.row(tokens, stripped)
         if row is None:
             table.skipped.append((number, stripped[:200]))
             continue

@@ -30,8 +30,10 @@ def calibrated_cluster(cluster, correction: Correction):
     checks.instance("correction", correction, Correction)
     if correction.topology.nodes < 2:
         return cluster, "the log ran inside one server: the NICs are not calibrated by it"
+    if "bandwidth" not in correction.factors:
+        return cluster, "the log has no bandwidth-regime sizes: the NICs are not calibrated by it"
     base = cluster.topo(1).nic_gbps
-    f = correction.factor("bandwidth")
+    f = correction.factors["bandwidth"]
     gbps = min(3200.0, max(1.0, base * f))
     why = f"NICs {base:g} -> {gbps:.0f} Gb/s (bandwidth regime x{f:.2f})"
     return dataclasses.replace(cluster, nic_gbps=gbps), why
