@@ -1,6 +1,7 @@
 """scaleout.calibrate: the nccl-tests parser on every layout, the robust fit, the model
 comparison, corrections, GEMM sweeps and the command line."""
 
+# ruff: noqa: UP031 -- layouts written with the printf formats of each nccl-tests release
 from __future__ import annotations
 
 import re
@@ -22,12 +23,28 @@ ROOT = Path(__file__).resolve().parents[2]
 
 # --- layouts, written with the printf formats of each release (nccl-tests sources) ---------
 
+
 def v1_allreduce():  # v1.0.0 src/all_reduce.cu + common.cu: time in ms, "res" columns
-    head = ("# %10s  %12s  %6s  %6s        out-of-place                    in-place\n"
-            % ("", "", "", ""))
-    head += ("# %10s  %12s  %6s  %6s  %7s  %5s  %5s  %7s  %7s  %5s  %5s  %7s\n"
-             % ("bytes", "N", "type", "op", "time", "algbw", "busbw", "res", "time", "algbw",
-                "busbw", "res"))
+    head = "# %10s  %12s  %6s  %6s        out-of-place                    in-place\n" % (
+        "",
+        "",
+        "",
+        "",
+    )
+    head += "# %10s  %12s  %6s  %6s  %7s  %5s  %5s  %7s  %7s  %5s  %5s  %7s\n" % (
+        "bytes",
+        "N",
+        "type",
+        "op",
+        "time",
+        "algbw",
+        "busbw",
+        "res",
+        "time",
+        "algbw",
+        "busbw",
+        "res",
+    )
     row = "%12li  %12li  %6s  %6s" % (1048576, 262144, "float", "sum")
     row += "  %7.3f  %5.2f  %5.2f  %7.0le" % (0.125, 8.39, 14.68, 0.0)
     row += "  %7.3f  %5.2f  %5.2f  \tN/A" % (0.120, 8.74, 15.29)
@@ -35,9 +52,19 @@ def v1_allreduce():  # v1.0.0 src/all_reduce.cu + common.cu: time in ms, "res" c
 
 
 def v2_allgather():  # v2.0.0 src/all_gather.cu: no redop, no root, "error"
-    head = ("# %10s  %12s  %6s  %7s  %6s  %6s  %5s  %7s  %6s  %6s  %5s\n"
-            % ("size", "count", "type", "time", "algbw", "busbw", "error", "time", "algbw",
-               "busbw", "error"))
+    head = "# %10s  %12s  %6s  %7s  %6s  %6s  %5s  %7s  %6s  %6s  %5s\n" % (
+        "size",
+        "count",
+        "type",
+        "time",
+        "algbw",
+        "busbw",
+        "error",
+        "time",
+        "algbw",
+        "busbw",
+        "error",
+    )
     row = "%12li  %12li  %6s" % (4096, 128, "float")
     row += "  %7s  %6.2f  %6.2f  %5.0le" % ("  12.50", 0.33, 0.29, 0.0)
     row += "  %7s  %6.2f  %6.2f  %5s" % ("  12.00", 0.34, 0.30, "N/A")
@@ -45,9 +72,20 @@ def v2_allgather():  # v2.0.0 src/all_gather.cu: no redop, no root, "error"
 
 
 def v2_broadcast():  # v2.0.0 src/broadcast.cu: root, no redop
-    head = ("# %10s  %12s  %6s  %6s  %7s  %6s  %6s  %5s  %7s  %6s  %6s  %5s\n"
-            % ("size", "count", "type", "root", "time", "algbw", "busbw", "error", "time",
-               "algbw", "busbw", "error"))
+    head = "# %10s  %12s  %6s  %6s  %7s  %6s  %6s  %5s  %7s  %6s  %6s  %5s\n" % (
+        "size",
+        "count",
+        "type",
+        "root",
+        "time",
+        "algbw",
+        "busbw",
+        "error",
+        "time",
+        "algbw",
+        "busbw",
+        "error",
+    )
     row = "%12li  %12li  %6s  %6i" % (8192, 2048, "float", 0)
     row += "  %7s  %6.2f  %6.2f  %5.0le" % ("  20.00", 0.41, 0.41, 0.0) * 2
     return "./build/broadcast_perf\n" + head + row + "\n"
@@ -55,11 +93,14 @@ def v2_broadcast():  # v2.0.0 src/broadcast.cu: root, no redop
 
 def per_iteration():  # util.cu at a0b82b2 with per-iteration timing and a timestamp
     cols = ["size", "count", "type", "redop", "root"] + (
-        ["time", "algbw", "busbw", "#wrong", "i_min", "i_max", "i_p99", "i_cv%"] * 2)
+        ["time", "algbw", "busbw", "#wrong", "i_min", "i_max", "i_p99", "i_cv%"] * 2
+    )
     head = "# " + "  ".join(cols) + "  timestamp\n"
     row = "%12li  %12li  %8s  %6s  %6s" % (1024, 256, "float", "sum", "-1")
-    row += ("  %7s  %6s  %6s  %6g  %7s  %7s  %7s  %7s" % (
-        "10.00", "0.10", "0.18", 0, "9.80", "11.00", "10.90", "2.00")) * 2
+    row += (
+        "  %7s  %6s  %6s  %6g  %7s  %7s  %7s  %7s"
+        % ("10.00", "0.10", "0.18", 0, "9.80", "11.00", "10.90", "2.00")
+    ) * 2
     row += "  2026-01-01 10:00:00"
     return "# Collective test starting: all_reduce_perf\n" + head + row + "\n"
 
@@ -67,8 +108,17 @@ def per_iteration():  # util.cu at a0b82b2 with per-iteration timing and a times
 def rccl_in_place_only():  # rccl-tests common.cu: in-place table, asterisk after an error
     head = "#       size   count   type   redop   root   in-place\n"
     head = "# %10s  %12s  %8s  %6s  %6s           in-place          \n" % ("", "", "", "", "")
-    head += ("# %10s  %12s  %8s  %6s  %6s  %7s  %6s  %6s %6s\n"
-             % ("size", "count", "type", "redop", "root", "time", "algbw", "busbw", "#wrong"))
+    head += "# %10s  %12s  %8s  %6s  %6s  %7s  %6s  %6s %6s\n" % (
+        "size",
+        "count",
+        "type",
+        "redop",
+        "root",
+        "time",
+        "algbw",
+        "busbw",
+        "#wrong",
+    )
     row = "%12li  %12li  %8s  %6s  %6s" % (2048, 512, "float", "sum", "    -1")
     row += "  %7s  %6.2f  %6.2f  %5.0le%s" % ("  30.00", 0.07, 0.12, 2e-7, "*")
     return "# nThread: 1 nGpus: 8\n" + head + row + "\n"
@@ -119,8 +169,9 @@ def test_public_logs_parse_with_their_source(name):
             res = r.result
             if res.time_us and res.algbw_gb_per_s and res.algbw_gb_per_s >= 1:
                 # the printed algbw is size / time, to the printed precision
-                assert r.nbytes / res.time_us / 1e3 == pytest.approx(res.algbw_gb_per_s,
-                                                                     rel=0.01, abs=0.01)
+                assert r.nbytes / res.time_us / 1e3 == pytest.approx(
+                    res.algbw_gb_per_s, rel=0.01, abs=0.01
+                )
     assert P.setting(name).source in (ROOT / "references.bib").read_text()
 
 
@@ -147,12 +198,17 @@ def logs(draw):
     n = draw(st.integers(1, 12))
     rows = []
     for i in range(n):
-        res = [CAL.Result(draw(values), draw(values), draw(values), float(draw(st.integers(0, 9))))
-               for _ in range(2)]
+        res = [
+            CAL.Result(draw(values), draw(values), draw(values), float(draw(st.integers(0, 9))))
+            for _ in range(2)
+        ]
         rows.append(CAL.Row(2**i * 8, 2**i * 2, "float", "sum", -1, res[0], res[1]))
     ranks = draw(st.integers(1, 16))
-    devices = tuple(f"Rank {r:2d} Group  0 Pid {100 + r:6d} on   host{r // 8} device {r % 8:2d} "
-                    f"[0x{r:02x}] NVIDIA H100" for r in range(ranks))
+    devices = tuple(
+        f"Rank {r:2d} Group  0 Pid {100 + r:6d} on   host{r // 8} device {r % 8:2d} "
+        f"[0x{r:02x}] NVIDIA H100"
+        for r in range(ranks)
+    )
     return CAL.Log("allreduce", ranks, devices, draw(st.none() | values), tuple(rows))
 
 
@@ -188,9 +244,18 @@ def test_fit_recovers_known_line(latency_us, gbps):
 def test_fit_from_a_generated_log():
     n = 2 ** np.arange(10, 30)
     t_us = 10.0 + n / 100e9 * 1e6
-    rows = tuple(CAL.Row(int(s), int(s) // 4, "float", "sum", -1,
-                         CAL.Result(float(round(x, 2)), 0.0, 0.0, 0.0), None)
-                 for s, x in zip(n, t_us, strict=True))
+    rows = tuple(
+        CAL.Row(
+            int(s),
+            int(s) // 4,
+            "float",
+            "sum",
+            -1,
+            CAL.Result(float(round(x, 2)), 0.0, 0.0, 0.0),
+            None,
+        )
+        for s, x in zip(n, t_us, strict=True)
+    )
     log = CAL.parse_nccl_tests(CAL.format_nccl_tests(CAL.Log("allreduce", 8, (), None, rows)))
     fit = CAL.fit_latency_bandwidth(log)
     assert fit.latency_s == pytest.approx(10e-6, rel=0.02)
@@ -204,9 +269,12 @@ def test_compare_and_corrections_on_the_model_itself():
     topo = nccl.topology("dgx-a100", nodes=2)
     n = 2.0 ** np.arange(10, 34)
     sec = nccl.predict("allreduce", n, topo).seconds
-    rows = tuple(CAL.Row(int(s), int(s) // 4, "float", "sum", -1,
-                         CAL.Result(float(x * 1e6), 0.0, 0.0, 0.0), None)
-                 for s, x in zip(n, sec, strict=True))
+    rows = tuple(
+        CAL.Row(
+            int(s), int(s) // 4, "float", "sum", -1, CAL.Result(float(x * 1e6), 0.0, 0.0, 0.0), None
+        )
+        for s, x in zip(n, sec, strict=True)
+    )
     log = CAL.Log("allreduce", 16, (), None, rows)
     c = CAL.compare(log, "dgx-a100", nodes=2)
     assert np.allclose(c.ratio, 1.0, rtol=1e-6)
@@ -214,9 +282,24 @@ def test_compare_and_corrections_on_the_model_itself():
     corr = CAL.fit_corrections(c)
     assert all(abs(f - 1) < 1e-6 for f in corr.factors.values())
     # half the speed: "low", factors 0.5, corrected held-out error 0
-    slow = CAL.Log("allreduce", 16, (), None, tuple(
-        CAL.Row(r.nbytes, r.count, "float", "sum", -1,
-                CAL.Result(r.out_of_place.time_us * 2, 0.0, 0.0, 0.0), None) for r in rows))
+    slow = CAL.Log(
+        "allreduce",
+        16,
+        (),
+        None,
+        tuple(
+            CAL.Row(
+                r.nbytes,
+                r.count,
+                "float",
+                "sum",
+                -1,
+                CAL.Result(r.out_of_place.time_us * 2, 0.0, 0.0, 0.0),
+                None,
+            )
+            for r in rows
+        ),
+    )
     c = CAL.compare(slow, "dgx-a100", nodes=2)
     assert {v[1] for v in c.verdicts().values()} == {"low"}
     corr = CAL.fit_corrections(c)
@@ -226,29 +309,39 @@ def test_compare_and_corrections_on_the_model_itself():
 
 
 def test_evidence_from_info_lines():
-    text = ("h:1:1 [0] NCCL INFO Using network Socket\n"
-            "h:1:1 [0] NCCL INFO Channel 00/0 : 0[0] -> 1[0] [send] via NET/Socket/0\n"
-            + per_iteration())
+    text = (
+        "h:1:1 [0] NCCL INFO Using network Socket\n"
+        "h:1:1 [0] NCCL INFO Channel 00/0 : 0[0] -> 1[0] [send] via NET/Socket/0\n"
+        + per_iteration()
+    )
     ev = CAL.evidence(CAL.parse_nccl_tests(text))
     assert any("TCP" in e for e in ev) and any("GPUDirect RDMA is off" in e for e in ev)
 
 
 def test_gemm_readers_and_ceiling():
-    lines = ["** Dtype: torch.bfloat16", "", "** Platform/Device info:", "- Linux x",
-             "- _CudaDeviceProperties(name='NVIDIA H100 80GB HBM3')"]
+    lines = [
+        "** Dtype: torch.bfloat16",
+        "",
+        "** Platform/Device info:",
+        "- Linux x",
+        "- _CudaDeviceProperties(name='NVIDIA H100 80GB HBM3')",
+    ]
     shapes = [(1024, 1024, 1024), (2048, 2048, 2048), (4096, 4096, 4096), (8192, 4096, 4096)]
     from scaleout import compute
 
     for i, (m, n, k) in enumerate(shapes):
         tf = 0.9 * compute.gemm_time(m, n, k, "H100-SXM").achieved_flops / 1e12
-        lines.append(f"{i + 1:>6} | {tf:6.1f}(mean) {tf:6.1f}(median) {tf:6.1f}(max) @ "
-                     f"{m}x{n}x{k:<20} | best: 1(mean) 1(median) 1(max) TFLOPS")
+        lines.append(
+            f"{i + 1:>6} | {tf:6.1f}(mean) {tf:6.1f}(median) {tf:6.1f}(max) @ "
+            f"{m}x{n}x{k:<20} | best: 1(mean) 1(median) 1(max) TFLOPS"
+        )
     sw = CAL.read_mamf("\r".join(lines))
     assert sw.dtype == "bf16" and sw.m.size == 4 and "H100" in sw.device
     fit = CAL.calibrate_ceiling(sw, "H100-SXM")
     assert fit.factor == pytest.approx(0.9, rel=0.01) and fit.held_out_median_abs < 0.01
     csv = "m,n,k,dtype,seconds\n" + "".join(
-        f"{m},{n},{k},fp32,{1e-4 + 2 * m * n * k / 1e11:.6e}\n" for m, n, k in shapes)
+        f"{m},{n},{k},fp32,{1e-4 + 2 * m * n * k / 1e11:.6e}\n" for m, n, k in shapes
+    )
     line = CAL.calibrate_ceiling(CAL.read_gemm_csv(csv))
     assert line.ceiling_flops == pytest.approx(1e11, rel=0.01)
     with pytest.raises(ValueError, match="mamf-finder"):
@@ -263,8 +356,14 @@ def test_cpu_sweep_writes_a_readable_csv():
 
 
 def _cli(*args, stdin=None):
-    return subprocess.run([sys.executable, "-m", "scaleout.calibrate", *args], input=stdin,
-                          capture_output=True, text=True, timeout=120, cwd=ROOT)
+    return subprocess.run(
+        [sys.executable, "-m", "scaleout.calibrate", *args],
+        input=stdin,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        cwd=ROOT,
+    )
 
 
 def test_cli_exit_codes(tmp_path):
@@ -293,9 +392,21 @@ def test_published_csv_is_long_format():
 
 def test_one_half_rows():
     # trace replay (util.cu writeBenchMarkLineNullBody): 32 blanks, then the in-place half
-    head = ("# %10s  %12s  %8s  %6s  %6s  %7s  %6s  %6s  %6s  %7s  %6s  %6s  %6s\n" % (
-        "size", "count", "type", "redop", "root", "time", "algbw", "busbw", "#wrong", "time",
-        "algbw", "busbw", "#wrong"))
+    head = "# %10s  %12s  %8s  %6s  %6s  %7s  %6s  %6s  %6s  %7s  %6s  %6s  %6s\n" % (
+        "size",
+        "count",
+        "type",
+        "redop",
+        "root",
+        "time",
+        "algbw",
+        "busbw",
+        "#wrong",
+        "time",
+        "algbw",
+        "busbw",
+        "#wrong",
+    )
     lead = "%12li  %12li  %8s  %6s  %6s" % (64, 16, "float", "sum", "-1")
     half = "  %7s  %6s  %6s  %6g" % ("5.00", "0.01", "0.02", 0)
     r = CAL.parse_nccl_tests(head + lead + " " * 32 + half + "\n").rows[0]

@@ -48,6 +48,8 @@ class Correction:
             checks.choice("factors", k, REGIMES)
             checks.real("factors", v, 1e-6, 1e6)
         checks.choice("holdout", self.holdout, HOLDOUTS)
+        for name in ("raw_err", "corrected_err"):
+            checks.array(name, getattr(self, name), ndim=1, empty=True, max_size=2**20)
 
     def factor(self, regime: str) -> float:
         """The factor of ``regime``; a regime the log did not cover takes its nearest one's."""

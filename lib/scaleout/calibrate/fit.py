@@ -48,6 +48,16 @@ class Fit:
         checks.nonnegative("latency_s", self.latency_s)
         checks.positive("bandwidth_bytes_per_s", self.bandwidth_bytes_per_s)
         checks.choice("holdout", self.holdout, HOLDOUTS)
+        n = checks.array("nbytes", self.nbytes, ndim=1, low=0.0, max_size=2 * MAX_ROWS)
+        for name in ("seconds", "rel_err"):
+            arr = checks.array(name, getattr(self, name), ndim=1, max_size=2 * MAX_ROWS)
+            if arr.shape != n.shape:
+                raise checks.fail(name, f"{n.size} values, one per size", arr.size)
+        mask = self.fitted
+        if not isinstance(mask, np.ndarray):
+            raise checks.fail("fitted", "a boolean numpy array", mask)
+        if mask.dtype != bool or mask.shape != n.shape:
+            raise checks.fail("fitted", f"{n.size} booleans, one per size", self.fitted)
 
     def seconds_for(self, nbytes):
         """The line's time for ``nbytes`` (vectorised)."""

@@ -56,9 +56,18 @@ class Sweep:
 
     def __post_init__(self):
         for name in ("m", "n", "k"):
-            checks.array(name, getattr(self, name), ndim=1, low=1, high=MAX_DIM,
-                         integer=True, max_size=MAX_SHAPES)  # fmt: skip
-        checks.array("tflops", self.tflops, ndim=1, low=0.0, low_open=True, max_size=MAX_SHAPES)
+            object.__setattr__(self, name, checks.array(
+                name, getattr(self, name), ndim=1, low=1, high=MAX_DIM, integer=True,
+                max_size=MAX_SHAPES))  # fmt: skip
+        object.__setattr__(
+            self,
+            "tflops",
+            checks.array(
+                "tflops", self.tflops, ndim=1, low=0.0, low_open=True, max_size=MAX_SHAPES
+            ),
+        )
+        if not isinstance(self.device, str) or len(self.device) > 200:
+            raise checks.fail("device", "a string of at most 200 characters", self.device)
         if not (self.m.size == self.n.size == self.k.size == self.tflops.size):
             raise checks.fail("m", "arrays of one length", (self.m.size, self.tflops.size))
         checks.choice("dtype", self.dtype, tuple(sorted(set(_DTYPES.values()))))
@@ -93,15 +102,16 @@ def read_mamf(text: str) -> Sweep:
         if line.startswith("** Dtype:"):
             dtype = _dtype(line.split(":", 1)[1])
         elif line.startswith("** Platform/Device info:"):
-            for nxt in lines[i + 1:i + 4]:
+            for nxt in lines[i + 1 : i + 4]:
                 if nxt.startswith("- ") and nxt[2:].strip():
                     device = nxt[2:].strip()[:200]
         m = _MAMF.match(line)
         if m:
             rows.append((int(m[4]), int(m[5]), int(m[6]), float(m[1])))
     if not rows:
-        raise ValueError("text must be mamf-finder.py output: found no '| ...(mean) ... @ "
-                         "MxNxK' lines")
+        raise ValueError(
+            "text must be mamf-finder.py output: found no '| ...(mean) ... @ MxNxK' lines"
+        )
     if dtype is None:
         raise ValueError("text must name its dtype ('** Dtype: torch.bfloat16')")
     a = np.array(rows[:MAX_SHAPES], dtype=float)
@@ -114,8 +124,9 @@ def read_gemm_csv(text: str) -> Sweep:
     reader = csv.DictReader(io.StringIO(_text("text", text)))
     cols = set(reader.fieldnames or ())
     if not {"m", "n", "k", "dtype"} <= cols or not ({"seconds", "tflops"} & cols):
-        raise ValueError("text must be a CSV with columns m,n,k,dtype and seconds or tflops, "
-                         f"got {sorted(cols)}")
+        raise ValueError(
+            f"text must be a CSV with columns m,n,k,dtype and seconds or tflops, got {sorted(cols)}"
+        )
     rows, dtypes = [], set()
     for i, r in enumerate(reader):
         if i >= MAX_SHAPES:
@@ -143,14 +154,14 @@ def sweep(shapes, dtype: str = "fp32", repeats: int = 3) -> str:
     """Time ``torch.mm`` on this machine's CPU for each (m, n, k) of ``shapes`` (at most 64,
     each dimension at most 4096) and return the CSV :func:`read_gemm_csv` reads: the best of
     ``repeats`` runs after one warm-up. Measured times vary from run to run."""
-    import torch
-
     shapes = checks.array("shapes", shapes, ndim=2, low=1, high=4096, integer=True, max_size=192)
     if shapes.shape[1] != 3:
         raise checks.fail("shapes", "an (n, 3) array of (m, n, k)", shapes.shape)
-    tdtype = {"fp32": torch.float32, "bf16": torch.bfloat16}[checks.choice("dtype", dtype,
-                                                                          ("fp32", "bf16"))]
+    dtype = checks.choice("dtype", dtype, ("fp32", "bf16"))
     repeats = checks.integer("repeats", repeats, 1, 20)
+    import torch
+
+    tdtype = {"fp32": torch.float32, "bf16": torch.bfloat16}[dtype]
     out = io.StringIO()
     out.write("m,n,k,dtype,seconds\n")
     for m, n, k in shapes.tolist():
@@ -180,6 +191,19 @@ class CeilingFit:
     rel_err: np.ndarray
     basis: str
 
+    def __post_init__(self):
+        checks.positive("ceiling_flops", self.ceiling_flops, compute.gemm.MAX_FLOPS)
+        checks.positive("factor", self.factor, 1e6)
+        checks.nonnegative("overhead_s", self.overhead_s, 1e6)
+        f = checks.array("flops", self.flops, ndim=1, low=0.0, low_open=True, max_size=MAX_SHAPES)
+        e = checks.array("rel_err", self.rel_err, ndim=1, max_size=MAX_SHAPES)
+        mask = self.fitted
+        if not isinstance(mask, np.ndarray):
+            raise checks.fail("fitted", "a boolean numpy array", mask)
+        if e.shape != f.shape or mask.dtype != bool or mask.shape != f.shape:
+            raise checks.fail("fitted", f"{f.size} booleans and errors, one per shape", mask)
+        checks.text("basis", self.basis, 2000)
+
     @property
     def held_out_median_abs(self) -> float:
         e = np.abs(self.rel_err[~self.fitted])
@@ -205,8 +229,15 @@ def calibrate_ceiling(sweep: Sweep, gpu=None, holdout: str = "alternate") -> Cei
     if gpu is None:
         a, b = robust_line(flops[mask], seconds[mask])
         model = a + flops * b
-        return CeilingFit(1.0 / b, 1.0, a, flops, mask, (model - seconds) / seconds,
-                          "plain line: seconds = overhead + FLOPs / ceiling (Huber IRLS)")
+        return CeilingFit(
+            1.0 / b,
+            1.0,
+            a,
+            flops,
+            mask,
+            (model - seconds) / seconds,
+            "plain line: seconds = overhead + FLOPs / ceiling (Huber IRLS)",
+        )
     row = H.gpu(gpu)
     ceiling = compute.ceiling(row, sweep.dtype)
     model_s = np.array([compute.gemm_seconds(int(a), int(b), int(c), row, sweep.dtype)
@@ -214,5 +245,12 @@ def calibrate_ceiling(sweep: Sweep, gpu=None, holdout: str = "alternate") -> Cei
     ratio = model_s / seconds  # measured speed / model speed
     factor = float(np.exp(np.mean(np.log(ratio[mask]))))
     rel = (model_s / factor - seconds) / seconds
-    return CeilingFit(ceiling.flops * factor, factor, 0.0, flops, mask, rel,
-                      f"compute.gemm_time on {row.name} {sweep.dtype}: {ceiling.basis}")
+    return CeilingFit(
+        ceiling.flops * factor,
+        factor,
+        0.0,
+        flops,
+        mask,
+        rel,
+        f"compute.gemm_time on {row.name} {sweep.dtype}: {ceiling.basis}",
+    )

@@ -49,13 +49,13 @@ def time_collective(rank, world_size, collective, sizes, rounds=5):
             per = max(1, count // world_size)
             x = torch.ones(per)
             parts = [torch.empty(per) for _ in range(world_size)]
-            call = lambda: dist.all_gather(parts, x)  # noqa: E731
+            call = lambda parts=parts, x=x: dist.all_gather(parts, x)  # noqa: E731
         elif collective == "broadcast":
             x = torch.ones(count)
-            call = lambda: dist.broadcast(x, src=0)  # noqa: E731
+            call = lambda x=x: dist.broadcast(x, src=0)  # noqa: E731
         else:
             x = torch.ones(count)
-            call = lambda: dist.all_reduce(x)  # noqa: E731
+            call = lambda x=x: dist.all_reduce(x)  # noqa: E731
         reps = max(2, min(20, 2**22 // nbytes))
         call()  # warm-up
         per_round = []

@@ -98,6 +98,27 @@ class Comparison:
     regime: tuple
     evidence: tuple
 
+    def __post_init__(self):
+        checks.choice("collective", self.collective, nccl.ALL_COLLECTIVES)
+        checks.instance("topology", self.topology, nccl.Topology)
+        n = checks.array("nbytes", self.nbytes, ndim=1, low=0.0, low_open=True, max_size=2**20)
+        for name in ("measured_gb_per_s", "model_gb_per_s"):
+            arr = checks.array(name, getattr(self, name), ndim=1, low=0.0, max_size=2**20)
+            if arr.shape != n.shape:
+                raise checks.fail(name, f"{n.size} values, one per size", arr.size)
+        if np.any(self.model_gb_per_s <= 0):
+            raise checks.fail("model_gb_per_s", "positive bandwidths", self.model_gb_per_s)
+        for name, allowed in (("algorithm", (*nccl.ALGORITHMS, "p2p")),
+                              ("protocol", nccl.PROTOCOLS), ("regime", REGIMES)):  # fmt: skip
+            value = getattr(self, name)
+            if not isinstance(value, tuple) or len(value) != n.size:
+                raise checks.fail(name, f"a tuple of {n.size} names", value)
+            for v in value:
+                checks.choice(name, v, allowed)
+        ev = self.evidence
+        if not isinstance(ev, tuple) or not all(isinstance(e, str) for e in ev):
+            raise checks.fail("evidence", "a tuple of strings", self.evidence)
+
     @property
     def ratio(self) -> np.ndarray:
         return self.measured_gb_per_s / self.model_gb_per_s
@@ -134,8 +155,10 @@ class Comparison:
             items.append(f"the NICs: {t.nics_per_node} x {t.nic_gbps:g} Gb/s per server "
                          "expected; 'NET/IB : Using [0]mlx5_0:1/IB ...' lists the ones NCCL "
                          "found, `ibstat` their rate")  # fmt: skip
-            items.append("GPUDirect RDMA: channel lines 'via NET/IB/<n>/GDRDMA'; without "
-                         "'/GDRDMA' data bounces through host memory (nvidia-peermem, ACS)")
+            items.append(
+                "GPUDirect RDMA: channel lines 'via NET/IB/<n>/GDRDMA'; without "
+                "'/GDRDMA' data bounces through host memory (nvidia-peermem, ACS)"
+            )
             items.append("'Using network Socket' means TCP, not InfiniBand or RoCE")
         if regime != "latency" and t.nvlink_links == 0:
             items.append(f"PCIe Gen{t.pcie_gen} x16 expected between GPUs; 'via SHM' means "
@@ -146,8 +169,10 @@ class Comparison:
 _EVIDENCE = (
     ("Using network Socket", "NCCL ran over TCP sockets (init.cc: 'Using network Socket')"),
     ("/GDRDMA", "GPUDirect RDMA in use on some channels ('/GDRDMA')"),
-    ("multicast support is not available", "NVLS unavailable ('NVLS multicast support is "
-     "not available')"),
+    (
+        "multicast support is not available",
+        "NVLS unavailable ('NVLS multicast support is not available')",
+    ),
     ("via SHM", "some channels go through host shared memory ('via SHM'): no P2P there"),
     ("NCCL_PROTO set by environment", "the protocol was forced (NCCL_PROTO)"),
     ("NCCL_ALGO set by environment", "the algorithm was forced (NCCL_ALGO)"),
@@ -189,6 +214,7 @@ def compare(log: Log, machine="dgx-h100", nodes: int = 1, *, collective: str | N
     if name is None:
         raise checks.fail("collective", "given when the log does not name it", None)
     checks.choice("collective", name, nccl.ALL_COLLECTIVES)
+    checks.optional_integer("ranks", ranks, 1, nccl.topo.MAX_RANKS)
     p = ranks if ranks is not None else log.ranks
     if p is None:
         raise checks.fail("ranks", "given when the log has no device list", None)

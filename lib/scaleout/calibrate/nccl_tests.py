@@ -32,6 +32,7 @@ that choice is ambiguous. :func:`format_nccl_tests` writes a log in the current 
 log up to that rounding.
 """
 
+# ruff: noqa: UP031 -- printf formats written as nccl-tests writes them (util.cu)
 from __future__ import annotations
 
 import dataclasses
@@ -95,7 +96,7 @@ class _Table:
         n, w = len(self.lead), self.width
         body = tokens[n:]
         if len(body) >= w * self.halves:
-            halves = [body[i * w:(i + 1) * w] for i in range(self.halves)]
+            halves = [body[i * w : (i + 1) * w] for i in range(self.halves)]
             names = self.names
         elif self.halves == 2 and len(body) >= w:
             # one half: trace replay leaves the out-of-place half blank (32 spaces before the
@@ -283,10 +284,10 @@ def parse_nccl_tests_all(text: str) -> tuple[Log, ...]:
 
 def parse_nccl_tests(text: str, collective: str | None = None) -> Log:
     """The one nccl-tests table in ``text``; where it holds several, the one of
-    ``collective`` (a name of :data:`~scaleout.calibrate.records.COLLECTIVES`; a table that
-names no collective is taken to be that one). Raises
-    ``ValueError`` for text that is no nccl-tests output, and when the choice is ambiguous
-    (use :func:`parse_nccl_tests_all` for every table)."""
+        ``collective`` (a name of :data:`~scaleout.calibrate.records.COLLECTIVES`; a table that
+    names no collective is taken to be that one). Raises
+        ``ValueError`` for text that is no nccl-tests output, and when the choice is ambiguous
+        (use :func:`parse_nccl_tests_all` for every table)."""
     if collective is not None:
         checks.choice("collective", collective, COLLECTIVES)
     logs = parse_nccl_tests_all(text)

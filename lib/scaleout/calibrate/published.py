@@ -42,6 +42,22 @@ class Entry:
     nodes: int | None
     collective: str | None
 
+    def __post_init__(self):
+        for name in ("log", "quantity", "unit", "source", "locator", "kind"):
+            checks.text(name, getattr(self, name), 200)
+        checks.choice("kind", self.kind, KINDS)
+        checks.choice("unit", self.unit, UNITS)
+        if self.value is not None:
+            checks.real("value", self.value)
+        checks.optional_integer("ranks", self.ranks, 1, 2**24)
+        checks.optional_integer("nodes", self.nodes, 1, 2**24)
+        for name in ("uncertainty", "machine", "gpu", "collective"):
+            v = getattr(self, name)
+            if v is not None:
+                checks.text(name, v, 200)
+        if not isinstance(self.note, str) or len(self.note) > 1000:
+            raise checks.fail("note", "a string of at most 1000 characters", self.note)
+
 
 def entries() -> tuple[Entry, ...]:
     """Every row of ``logs.csv``."""

@@ -153,4 +153,5 @@ class Log:
 
 def finite_or_none(x: float) -> float | None:
     """``x`` if finite, else ``None`` (nccl-tests prints ``nan``/``inf`` for a 0-us time)."""
+    x = checks.real("x", x, finite=False)
     return x if math.isfinite(x) else None

@@ -47,6 +47,15 @@ class Rerank:
     after: tuple
     note: str
 
+    def __post_init__(self):
+        for name in ("before", "after"):
+            value = getattr(self, name)
+            if not isinstance(value, tuple) or not value:
+                raise checks.fail(name, "a non-empty tuple of planner predictions", value)
+            for p in value:
+                checks.instance(name, p, planner.Prediction)
+        checks.text("note", self.note, 400)
+
     @property
     def best_changed(self) -> bool:
         return self.before[0].plan != self.after[0].plan

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import numpy as np
+
 from .. import checks
 from .correct import fit_corrections
 from .fit import fit_latency_bandwidth
@@ -42,10 +44,10 @@ def report(log: Log, machine="dgx-h100", nodes: int = 1, **kwargs) -> str:
                    f"|error| {fit.held_out_median_abs:.1%}")  # fmt: skip
         corr = fit_corrections(c)
         out.append(f"corrections: {corr.summary}")
-        raw = abs(corr.raw_err)
-        cor = abs(corr.corrected_err)
-        out.append(f"held-out median |error| of the model's time: {float(sorted(raw)[len(raw)//2]):.1%}"
-                   f" before, {float(sorted(cor)[len(cor)//2]):.1%} after")  # fmt: skip
+        raw = float(np.median(np.abs(corr.raw_err)))
+        cor = float(np.median(np.abs(corr.corrected_err)))
+        out.append(f"held-out median |error| of the model's time: {raw:.1%} before, "
+                   f"{cor:.1%} after")  # fmt: skip
     except ValueError as e:
         out.append(f"no line fit or correction: {e}")
     return "\n".join(out)
