@@ -416,3 +416,16 @@ def test_one_half_rows():
     log = CAL.gloo_log("allreduce", [1024, 4096], [1e-4, 2e-4], ranks=4)
     back = CAL.parse_nccl_tests(CAL.format_nccl_tests(log))
     assert [x.out_of_place.time_us for x in back.rows] == [100.0, 200.0]
+
+
+def test_mamf_outputs_as_published():
+    # stas00/ml-engineering pull request 60: the header and the final line only
+    text = (P.DATA.parent / "gemm_logs" / "gh200_mamf_ml_engineering_60.txt").read_text()
+    assert "github.com/stas00/ml-engineering/pull/60" in text.splitlines()[0]
+    sw = CAL.read_mamf(text)
+    assert (sw.m.tolist(), sw.n.tolist(), sw.k.tolist()) == ([11264], [19712], [1536])
+    assert sw.tflops.tolist() == [821.0] and sw.dtype == "bf16" and "GH200" in sw.device
+    # stas00/ml-engineering issue 58 (frankschae's run, as quoted there): the one-number layout
+    line = "493039 |  807.5 TFLOPS @ 12288x14336x15872    | best:  831.7 TFLOPS @ 12288x14336x15872"
+    sw = CAL.read_mamf("** Dtype: torch.bfloat16\n" + line + "\n")
+    assert sw.tflops.tolist() == [807.5] and sw.k.tolist() == [15872]

@@ -6,11 +6,11 @@ the geometric mean of measured / model over the fitted rows (every other size wi
 ``holdout="alternate"``, as :mod:`scaleout.calibrate.fit` holds out). The held-out report
 gives the error of the model before and after the correction on the rows the fit never saw.
 
-How the planner and simulator take it (neither is edited here): a :class:`Correction` is a
+How the planner and simulator take it (neither is edited here): a :class:`~scaleout.calibrate.correct.Correction` is a
 record of factors; :meth:`Correction.seconds` divides a model time by the factor of its
-regime, which is what a caller of :func:`scaleout.nccl.collective_seconds` would do; and
+regime, which is what a caller of :func:`scaleout.nccl.model.collective_seconds` would do; and
 :func:`scaleout.calibrate.replan.calibrated_cluster` turns the bandwidth-regime factor of a
-multi-server log into a :class:`scaleout.planner.Cluster` whose NICs run at the measured
+multi-server log into a :class:`scaleout.planner.model.Cluster` whose NICs run at the measured
 speed, the one knob the planner's cluster has for the network.
 """
 
@@ -27,7 +27,7 @@ from .judge import REGIMES, Comparison, _regimes
 
 @dataclass(frozen=True)
 class Correction:
-    """Per regime of :data:`~scaleout.calibrate.judge.REGIMES` present in the fit, the
+    """Per regime of ``REGIMES`` present in the fit, the
     factor measured / model (``factors``, a dict); ``collective`` and ``topology`` it was
     measured on; held-out relative errors of the model's time before (``raw_err``) and
     after (``corrected_err``) the correction."""

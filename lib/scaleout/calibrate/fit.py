@@ -7,7 +7,7 @@ iteratively reweighted least squares (Holland & Welsch, "Robust regression using
 iteratively reweighted least-squares", 1977) with Huber's loss on the *relative* residual
 ``(model - measured) / measured`` (the times span orders of magnitude, so absolute
 residuals would let the largest size decide everything). Huber's threshold
-:data:`HUBER_DELTA` (10 %) is a choice, not a fitted constant: residuals below it count
+``HUBER_DELTA`` (10 %) is a choice, not a fitted constant: residuals below it count
 squared, above it linearly.
 
 Held out: with ``holdout="alternate"`` (the default) the line is fitted on every other size
@@ -71,7 +71,7 @@ class Fit:
 
     @property
     def held_out_median_abs(self) -> float:
-        """Median |relative error| on the held-out sizes (NaN when none is held out)."""
+        """Median absolute relative error on the held-out sizes (NaN when none is held out)."""
         e = np.abs(self.held_out_err)
         return float(np.median(e)) if e.size else float("nan")
 
@@ -115,7 +115,7 @@ def fit_mask(count: int, holdout: str) -> np.ndarray:
 
 def robust_line(x: np.ndarray, y: np.ndarray, delta: float = HUBER_DELTA):
     """(intercept >= 0, slope > 0) of ``y = a + b x`` minimising Huber's loss of the relative
-    residual (IRLS; :data:`MAX_ITERATIONS` rounds at most)."""
+    residual (IRLS; ``MAX_ITERATIONS`` rounds at most)."""
     x = checks.array("x", x, ndim=1, low=0.0, max_size=2 * MAX_ROWS)
     y = checks.array("y", y, ndim=1, low=0.0, low_open=True, max_size=2 * MAX_ROWS)
     delta = checks.positive("delta", delta, 10.0)

@@ -2,7 +2,10 @@
 
 Two formats:
 
-* the ML Engineering Open Book's ``mamf-finder.py`` (stas00/ml-engineering at 744d01e,
+* the ML Engineering Open Book's ``mamf-finder.py`` (stas00/ml-engineering at 744d01e; also the
+  earlier one-number lines ``  12 |  807.5 TFLOPS @ MxNxK | best: ...`` and, when no per-shape
+  line survived, the final "best outcome" line, as pasted in that repository's issue 58 and
+  pull request 60;
   ``compute/accelerator/benchmarks/mamf-finder.py``): one line per shape, ``  12 |  701.2(mean)
   698.1(median)  720.3(max) @ 4096x4096x4096 | best: ...``, written with ``\\r`` endings
   (each overwrites the last on a terminal, all stay in the ``--output_file``), the dtype on
@@ -14,7 +17,7 @@ Two formats:
 (sorted by FLOPs) and reports the error on the rest. With ``gpu`` the model is
 :func:`scaleout.compute.gemm_time` (tiles, waves, the MAMF-calibrated ceiling); the
 calibrated ceiling is that ceiling times the factor, and ``compute_calibration`` (model /
-measured time) is the multiplier :func:`scaleout.planner.predict` takes as
+measured time) is the multiplier :func:`scaleout.planner.step.predict` takes as
 ``calibration``. Without ``gpu`` (a CPU, say) the model is a plain line, ``seconds =
 overhead + FLOPs / ceiling``, fitted robustly (:func:`~scaleout.calibrate.fit.robust_line`).
 """
@@ -37,6 +40,13 @@ MAX_SHAPES = 100_000
 MAX_DIM = 2**20
 _MAMF = re.compile(r"^\s*\d+\s*\|\s*([\d.]+)\(mean\)\s+([\d.]+)\(median\)\s+([\d.]+)\(max\)\s*@"
                    r"\s*(\d+)x(\d+)x(\d+)")  # fmt: skip
+# mamf-finder.py before the mean/median/max report (mid-2024): "  12 |  807.5 TFLOPS @ MxNxK"
+_MAMF_OLD = re.compile(r"^\s*\d+\s*\|\s*([\d.]+)\s*TFLOPS\s*@\s*(\d+)x(\d+)x(\d+)")
+# the summary when no per-shape line survived: "The best outcome was 821.0TFLOPS @ MxNxK" (old)
+# or "mean:   701.2 TFLOPS @ MxNxK (MxNxK)" (744d01e)
+_MAMF_BEST = re.compile(
+    r"^(?:The best outcome was|mean:)\s*([\d.]+)\s*TFLOPS\s*@\s*(\d+)x(\d+)x(\d+)"
+)
 _DTYPES = {"bfloat16": "bf16", "bf16": "bf16", "float16": "fp16", "half": "fp16", "fp16": "fp16",
            "float32": "fp32", "fp32": "fp32", "float": "fp32", "float8_e4m3fn": "fp8",
            "fp8": "fp8", "tf32": "tf32"}  # fmt: skip
@@ -97,17 +107,25 @@ def _text(name, text):
 def read_mamf(text: str) -> Sweep:
     """The per-shape mean TFLOP/s of a ``mamf-finder.py`` output (see the module docstring)."""
     lines = re.split(r"\r\n|\r|\n", _text("text", text))
-    dtype, device, rows = None, "", []
+    dtype, device, rows, best = None, "", [], []
     for i, line in enumerate(lines):
         if line.startswith("** Dtype:"):
             dtype = _dtype(line.split(":", 1)[1])
         elif line.startswith("** Platform/Device info:"):
-            for nxt in lines[i + 1 : i + 4]:
-                if nxt.startswith("- ") and nxt[2:].strip():
-                    device = nxt[2:].strip()[:200]
+            for nxt in lines[i + 1 : i + 4]:  # the device is the block's last line
+                text_ = nxt.removeprefix("- ").strip()
+                if not text_ or text_.startswith("**") or _MAMF.match(nxt):
+                    break
+                device = text_[:200]
         m = _MAMF.match(line)
         if m:
             rows.append((int(m[4]), int(m[5]), int(m[6]), float(m[1])))
+            continue
+        old = _MAMF_OLD.match(line)
+        m = old or _MAMF_BEST.match(line.strip())
+        if m:
+            (rows if old else best).append((int(m[2]), int(m[3]), int(m[4]), float(m[1])))
+    rows = rows or best
     if not rows:
         raise ValueError(
             "text must be mamf-finder.py output: found no '| ...(mean) ... @ MxNxK' lines"
@@ -211,7 +229,8 @@ class CeilingFit:
 
     @property
     def compute_calibration(self) -> float:
-        """Model time / measured time: :func:`scaleout.planner.predict`'s ``calibration``."""
+        """The multiplier on the model's compute time (model speed / measured speed), the
+        ``calibration`` argument of :func:`scaleout.planner.step.predict`."""Model time / measured time: :func:`scaleout.planner.step.predict`'s ``calibration``."""
         return 1.0 / self.factor
 
 

@@ -1,18 +1,18 @@
 """A log beside the book's NCCL model: per row the model's bus bandwidth, the ratio, and a
 verdict per size regime with the checks that usually explain a gap.
 
-The model is chapter 10's (:func:`scaleout.nccl.predict`: NCCL's own tuning model rebuilt
-from one pinned release), on a machine given as a preset of :data:`scaleout.nccl.PRESETS`
+The model is chapter 10's (:func:`scaleout.nccl.model.predict`: NCCL's own tuning model rebuilt
+from one pinned release), on a machine given as a preset of ``scaleout.nccl.PRESETS``
 with any field of :class:`~scaleout.nccl.topo.Topology` overridden, the log's ranks spread
 over ``nodes`` servers (:meth:`~scaleout.nccl.topo.Topology.group`, as
-:func:`scaleout.nccl.collective_seconds` does). NCCL's model is a selection heuristic, not a
+:func:`scaleout.nccl.model.collective_seconds` does). NCCL's model is a selection heuristic, not a
 performance predictor: a ratio near 1 says the machine does what NCCL itself expects of it.
 
 Regimes are the model's own, per size: ``latency`` where the model's bus bandwidth is below
-:data:`LATENCY_FRACTION` of its bandwidth at :data:`PEAK_BYTES`, ``bandwidth`` where it is
-at least :data:`BANDWIDTH_FRACTION` of it, ``middle`` between. Verdicts compare the median
-ratio measured / model of a regime with :data:`RATIO_OK` (both are the book's choices, not
-fitted): inside, "as expected"; below, "low" (below :data:`RATIO_FAR`, "far below"); above,
+``LATENCY_FRACTION`` of its bandwidth at ``PEAK_BYTES``, ``bandwidth`` where it is
+at least ``BANDWIDTH_FRACTION`` of it, ``middle`` between. Verdicts compare the median
+ratio measured / model of a regime with ``RATIO_OK`` (both are the book's choices, not
+fitted): inside, "as expected"; below, "low" (below ``RATIO_FAR``, "far below"); above,
 "above the model". The checks name the ``NCCL_DEBUG=INFO`` lines to look for, as NCCL prints
 them (``src/init.cc:486`` "Using network %s"; ``src/transport/net.cc:324-379`` channel lines
 ``via NET/<name>/<dev>`` ending ``/GDRDMA`` when GPUDirect RDMA is used;

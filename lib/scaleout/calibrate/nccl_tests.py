@@ -284,7 +284,7 @@ def parse_nccl_tests_all(text: str) -> tuple[Log, ...]:
 
 def parse_nccl_tests(text: str, collective: str | None = None) -> Log:
     """The one nccl-tests table in ``text``; where it holds several, the one of
-        ``collective`` (a name of :data:`~scaleout.calibrate.records.COLLECTIVES`; a table that
+        ``collective`` (a name of ``COLLECTIVES``; a table that
     names no collective is taken to be that one). Raises
         ``ValueError`` for text that is no nccl-tests output, and when the choice is ambiguous
         (use :func:`parse_nccl_tests_all` for every table)."""

@@ -1,6 +1,6 @@
-"""The records a parsed nccl-tests log is made of: :class:`Result`, :class:`Row`, :class:`Log`.
+"""The records a parsed nccl-tests log is made of: :class:`~scaleout.calibrate.records.Result`, :class:`~scaleout.calibrate.records.Row`, :class:`~scaleout.calibrate.records.Log`.
 
-One :class:`Row` per line of the table nccl-tests prints, one :class:`Result` for each of its
+One :class:`~scaleout.calibrate.records.Row` per line of the table nccl-tests prints, one :class:`~scaleout.calibrate.records.Result` for each of its
 out-of-place and in-place halves (nccl-tests ``src/util.cu``, ``writeBenchmarkLinePreamble``
 and ``writeBenchmarkLineBody``; ``src/common.cu`` in releases before 2.17). Units are the
 table's: bytes, microseconds, GB/s (1e9 bytes per second).
@@ -106,7 +106,7 @@ class Row:
 
 @dataclass(frozen=True)
 class Log:
-    """One nccl-tests table: ``collective`` (a name of :data:`COLLECTIVES`, from ``#
+    """One nccl-tests table: ``collective`` (a name of ``COLLECTIVES``, from ``#
     Collective test starting:`` or the binary's name, else ``None``), ``ranks`` (from the
     device list, else from NCCL's ``nranks``, else ``None``), ``devices`` (one line per rank,
     as printed), ``avg_busbw_gb_per_s`` (``# Avg bus bandwidth``, else ``None``), ``rows``;

@@ -1,6 +1,6 @@
 """Plans re-ranked on the calibrated machine, without touching the planner's internals.
 
-The planner (:mod:`scaleout.planner`) prices a plan on a :class:`~scaleout.planner.Cluster`
+The planner (:mod:`scaleout.planner`) prices a plan on a :class:`~scaleout.planner.model.Cluster`
 (an NCCL preset whose NICs may be overridden) with a ``calibration`` multiplier on compute
 time. A calibration reaches it through exactly these two doors:
 
