@@ -2,15 +2,15 @@
 
 Taught in chapter 18, "Your own cluster" (``chapters/18_calibrate.ipynb``). The parts:
 
-* :mod:`~scaleout.calibrate.records` - :class:`~scaleout.calibrate.records.Log`, :class:`~scaleout.calibrate.records.Row`, :class:`~scaleout.calibrate.records.Result`.
-* :mod:`~scaleout.calibrate.nccl_tests` - :func:`~scaleout.calibrate.nccl_tests.parse_nccl_tests` (one table, or the one of
-  ``collective=``), :func:`~scaleout.calibrate.nccl_tests.parse_nccl_tests_all` (every table), :func:`~scaleout.calibrate.nccl_tests.format_nccl_tests`.
-* :mod:`~scaleout.calibrate.fit` - :func:`~scaleout.calibrate.fit.fit_latency_bandwidth` (Huber IRLS, held out).
-* :mod:`~scaleout.calibrate.judge` - :func:`~scaleout.calibrate.judge.compare`: a log beside chapter 10's NCCL model,
+* :mod:`~scaleout.calibrate.records` - ``Log``, ``Row``, ``Result``.
+* :mod:`~scaleout.calibrate.nccl_tests` - ``parse_nccl_tests`` (one table, or the one of
+  ``collective=``), ``parse_nccl_tests_all`` (every table), ``format_nccl_tests``.
+* :mod:`~scaleout.calibrate.fit` - ``fit_latency_bandwidth`` (Huber IRLS, held out).
+* :mod:`~scaleout.calibrate.judge` - ``compare``: a log beside chapter 10's NCCL model,
   verdicts per size regime, checks, evidence from the log's NCCL INFO lines.
-* :mod:`~scaleout.calibrate.correct` - :func:`~scaleout.calibrate.correct.fit_corrections`: per-regime factors, held out.
-* :mod:`~scaleout.calibrate.gemm` - GEMM sweeps (``mamf-finder.py``, CSV, :func:`~scaleout.calibrate.gemm.sweep`) and
-  :func:`~scaleout.calibrate.gemm.calibrate_ceiling` against chapter 13's compute model.
+* :mod:`~scaleout.calibrate.correct` - ``fit_corrections``: per-regime factors, held out.
+* :mod:`~scaleout.calibrate.gemm` - GEMM sweeps (``mamf-finder.py``, CSV, ``sweep``) and
+  ``calibrate_ceiling`` against chapter 13's compute model.
 * :mod:`~scaleout.calibrate.replan` - plans re-ranked on the calibrated machine.
 * :mod:`~scaleout.calibrate.gloo` - the book's gloo benchmark in nccl-tests' columns.
 * :mod:`~scaleout.calibrate.published` - the public logs the chapter judges, with sources.

@@ -6,7 +6,7 @@ the geometric mean of measured / model over the fitted rows (every other size wi
 ``holdout="alternate"``, as :mod:`scaleout.calibrate.fit` holds out). The held-out report
 gives the error of the model before and after the correction on the rows the fit never saw.
 
-How the planner and simulator take it (neither is edited here): a :class:`~scaleout.calibrate.correct.Correction` is a
+How the planner and simulator take it (neither is edited here): a :class:`Correction` is a
 record of factors; :meth:`Correction.seconds` divides a model time by the factor of its
 regime, which is what a caller of :func:`scaleout.nccl.model.collective_seconds` would do; and
 :func:`scaleout.calibrate.replan.calibrated_cluster` turns the bandwidth-regime factor of a

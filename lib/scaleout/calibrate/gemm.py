@@ -230,7 +230,7 @@ class CeilingFit:
     @property
     def compute_calibration(self) -> float:
         """The multiplier on the model's compute time (model speed / measured speed), the
-        ``calibration`` argument of :func:`scaleout.planner.step.predict`."""Model time / measured time: :func:`scaleout.planner.step.predict`'s ``calibration``."""
+        ``calibration`` argument of :func:`scaleout.planner.step.predict`."""
         return 1.0 / self.factor
 
 

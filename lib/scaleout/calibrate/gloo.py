@@ -72,7 +72,8 @@ def time_collective(rank, world_size, collective, sizes, rounds=5):
 
 
 def gloo_log(collective, sizes, seconds, ranks, host="localhost") -> Log:
-    """A :class:`~scaleout.calibrate.records.Log` of measured ``seconds`` per size, in nccl-tests' columns."""
+    """A :class:`~scaleout.calibrate.records.Log` of measured ``seconds`` per size, in
+    nccl-tests' columns."""
     checks.choice("collective", collective, GLOO_COLLECTIVES)
     sizes = _sizes(sizes)
     t = checks.array("seconds", seconds, ndim=1, low=0.0, low_open=True, max_size=64)

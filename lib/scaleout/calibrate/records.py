@@ -1,6 +1,6 @@
-"""The records a parsed nccl-tests log is made of: :class:`~scaleout.calibrate.records.Result`, :class:`~scaleout.calibrate.records.Row`, :class:`~scaleout.calibrate.records.Log`.
+"""The records a parsed nccl-tests log is made of: :class:`Result`, :class:`Row`, :class:`Log`.
 
-One :class:`~scaleout.calibrate.records.Row` per line of the table nccl-tests prints, one :class:`~scaleout.calibrate.records.Result` for each of its
+One :class:`Row` per line of the table nccl-tests prints, one :class:`Result` for each of its
 out-of-place and in-place halves (nccl-tests ``src/util.cu``, ``writeBenchmarkLinePreamble``
 and ``writeBenchmarkLineBody``; ``src/common.cu`` in releases before 2.17). Units are the
 table's: bytes, microseconds, GB/s (1e9 bytes per second).
