@@ -429,3 +429,15 @@ def test_mamf_outputs_as_published():
     line = "493039 |  807.5 TFLOPS @ 12288x14336x15872    | best:  831.7 TFLOPS @ 12288x14336x15872"
     sw = CAL.read_mamf("** Dtype: torch.bfloat16\n" + line + "\n")
     assert sw.tflops.tolist() == [807.5] and sw.k.tolist() == [15872]
+
+
+def test_chatter_between_rows_and_tags():
+    lines = per_iteration().splitlines()
+    text = "\n".join(
+        [f"[1,0]<stdout>:{x}" for x in lines[:2]]
+        + ["node1:77:88 [3] NCCL INFO comm 0x1 rank 3 nRanks 16 nNodes 2 - Init COMPLETE"]
+        + [f"[1,0]<stdout>:{x}" for x in lines[2:]]
+    )
+    log = CAL.parse_nccl_tests(text)
+    assert len(log.rows) == 1 and log.ranks == 16  # no device list: NCCL's nRanks
+    assert any("Init COMPLETE" in x for x in log.info)
