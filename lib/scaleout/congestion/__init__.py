@@ -9,10 +9,10 @@ and uses several queue pairs per connection, from its source), :mod:`~scaleout.c
 (DCQCN's fluid model), :mod:`~scaleout.congestion.pfc` (a switch port with priority flow
 control), :mod:`~scaleout.congestion.fabrics` (fat-tree sizing, rail-only, multi-plane),
 :mod:`~scaleout.congestion.published` (published numbers, ``data/congestion.csv``) and
-:mod:`~scaleout.congestion.incast` (a real incast over a veth pair, where the machine allows).
+:mod:`~scaleout.demos.incast` (a real incast over a veth pair, where the machine allows).
 """
 
-from .collective import Fabric, CollectiveResult, cluster_of, collective_under_ecmp, spines_of
+from .collective import CollectiveResult, Fabric, cluster_of, collective_under_ecmp, spines_of
 from .ecmp import busiest_path_slowdown, ecmp_expected_max, ecmp_loads, enumerate_expected_max
 from .fairshare import jain_index, max_min_rates
 

@@ -24,7 +24,7 @@ How a flow's bytes are placed on spines (``routing``):
   least loaded when that is strictly less loaded than its own. A move never raises the
   busiest link's load, so adaptive is never slower than ECMP on the same hashes.
 
-Links are shared max-min fairly (:func:`scaleout.congestion.fairshare.max_min_rates`) and
+Links are shared max-min fairly (:func:`~scaleout.congestion.fairshare.max_min_rates`) and
 the collective finishes with its slowest flow. All flows of a ring carry the same bytes,
 so the slowest flow's rate is the first level of progressive filling, 1 / (busiest link's
 flow weight per GB/s): the collective's time is the busiest link's bytes over its
@@ -90,7 +90,7 @@ class CollectiveResult:
 
 
 def as_topology(machine) -> nccl.Topology:
-    """``machine`` as an :class:`scaleout.nccl.Topology` (a preset name is looked up)."""
+    """``machine`` as an :class:`scaleout.nccl.topo.Topology` (a preset name is looked up)."""
     if isinstance(machine, str):
         return nccl.PRESETS[checks.choice("machine", machine, tuple(nccl.PRESETS))]
     return checks.instance("machine", machine, nccl.Topology, "an nccl.Topology or a preset name")
@@ -114,6 +114,7 @@ def cluster_of(machine, fabric: Fabric | None = None) -> topology.Cluster:
 
 def spines_of(cluster: topology.Cluster) -> int:
     """Uplinks of a full leaf, each one NIC's speed: ceil(NICs on it / oversubscription)."""
+    cluster = checks.instance("cluster", cluster, topology.Cluster)
     nics = cluster.servers_per_leaf * (1 if cluster.rail_optimized else cluster.nics_per_server)
     return max(1, math.ceil(nics / cluster.oversubscription - 1e-9))
 
@@ -193,7 +194,7 @@ def collective_under_ecmp(
     flowlets: int = 4,
 ) -> CollectiveResult:
     """Bus bandwidth of ``collective`` of ``nbytes`` per GPU (NCCL's flat rings, one
-    channel per NIC) on ``machine`` (a preset name or an :class:`scaleout.nccl.Topology`;
+    channel per NIC) on ``machine`` (a preset name or an :class:`scaleout.nccl.topo.Topology`;
     its ``nodes`` servers) over ``fabric``, one value per seed of the hash (see the module
     docstring). ``flowlets``: pieces per QP for adaptive routing.
 

@@ -29,7 +29,9 @@ import numpy as np
 from .. import checks
 
 MAX_SENDERS = 1024
-MAX_STEPS = 2_000_000
+MAX_STEPS = 100_000
+MAX_WORK = 1 << 24  # senders x steps
+MAX_DURATION_S = 0.25
 MAX_POINTS = 2000
 
 #: The paper's parameters (names as in the paper; units in the names).
@@ -45,6 +47,7 @@ DEFAULTS = {
     "F": 5,  # fast-recovery steps
     "R_AI_gbps": 0.04,  # additive increase, 40 Mb/s
 }
+#: Assumptions of the book's model, not the paper's (see data/congestion.csv).
 ASSUMED = {"packet_bytes": 1000.0, "tau_star_s": 10e-6, "dt_s": 5e-6}
 
 
@@ -122,17 +125,20 @@ def dcqcn(
     ``start_s``: each sender's start time (default: sender i starts at i x 0.5 ms, so that
     the flows meet at different rates and the model has to bring them together); every
     sender starts at line rate, as DCQCN specifies. ``params``: any of :data:`DEFAULTS`
-    (the paper's names) or :data:`ASSUMED`. Limits: 1..1024 senders, at most 2,000,000 steps
-    (``duration_s / dt_s``); at most 2000 points are returned."""
+    (the paper's names) or :data:`ASSUMED`. Limits: 1..1024 senders, ``duration_s`` at most
+    0.25 s, at most 100,000 steps (``duration_s / dt_s``) and 2**24 sender-steps; at most
+    2000 points are returned."""
     n = checks.integer("n_senders", n_senders, 1, MAX_SENDERS)
     line = checks.real("line_gbps", line_gbps, 0.1, 3200.0)
-    duration = checks.positive("duration_s", duration_s, 10.0)
+    duration = checks.positive("duration_s", duration_s, MAX_DURATION_S)
     floor = checks.real("min_rate_gbps", min_rate_gbps, 0.0, line, low_open=True)
     P = _params(params)
     dt = P["dt_s"]
     steps = int(round(duration / dt))
     if steps > MAX_STEPS or steps < 1:
         raise checks.fail("duration_s / dt_s", f"1..{MAX_STEPS} steps", steps)
+    if steps * n > MAX_WORK:
+        raise checks.fail("n_senders x steps", f"at most {MAX_WORK}", steps * n)
     if start_s is None:
         start = np.arange(n) * 0.5e-3
     else:
@@ -174,6 +180,4 @@ def dcqcn(
             rates.append(np.where(on, rc, 0.0) * pkt_bits / 1e9)
             queue.append(q * P["packet_bytes"])
             marks.append(p_now)
-    return DCQCNResult(
-        np.array(ts), np.array(rates), np.array(queue), np.array(marks), line
-    )
+    return DCQCNResult(np.array(ts), np.array(rates), np.array(queue), np.array(marks), line)

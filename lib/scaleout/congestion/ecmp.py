@@ -81,8 +81,8 @@ def _prob_all_at_most(n: int, k: int, c: int) -> float:
 def _prob_all_at_most_poisson(n: int, k: int, c: int) -> float:
     lam = n / k
     j = np.arange(c + 1)
-    logp = -lam + j * (math.log(lam) if lam > 0 else 0.0) - np.array(
-        [math.lgamma(x + 1) for x in j]
+    logp = (
+        -lam + j * (math.log(lam) if lam > 0 else 0.0) - np.array([math.lgamma(x + 1) for x in j])
     )
     cdf = min(1.0, float(np.exp(logp).sum()))
     return cdf**k
@@ -130,9 +130,7 @@ def enumerate_expected_max(n_flows: int, n_paths: int) -> float:
     n, k = _n_k(n_flows, n_paths)
     count = math.comb(n + k - 1, k - 1)
     if count > MAX_OCCUPANCIES:
-        raise checks.fail(
-            "n_flows, n_paths", f"at most {MAX_OCCUPANCIES} occupancy vectors", count
-        )
+        raise checks.fail("n_flows, n_paths", f"at most {MAX_OCCUPANCIES} occupancy vectors", count)
     if n == 0:
         return 0.0
     log_norm = math.lgamma(n + 1) - n * math.log(k)

@@ -17,8 +17,9 @@ import numpy as np
 
 from .. import checks
 
-MAX_FLOWS = 1 << 16
+MAX_FLOWS = 1024
 MAX_LINKS = 1 << 16
+MAX_ENTRIES = 1 << 20
 
 
 def max_min_rates(weights, capacity) -> np.ndarray:
@@ -26,8 +27,8 @@ def max_min_rates(weights, capacity) -> np.ndarray:
     on links of ``capacity`` (shape (links,), > 0, any unit): one rate per flow, same unit.
 
     A flow that crosses no link (an all-zero row) is unconstrained: its rate is ``inf``.
-    ``flows * links`` at most 2**26 entries."""
-    w = checks.array("weights", weights, ndim=2, low=0.0, max_size=checks.MAX_ELEMENTS)
+    At most 1024 flows and 2**20 entries (the loop runs at most once per flow)."""
+    w = checks.array("weights", weights, ndim=2, low=0.0, max_size=MAX_ENTRIES)
     cap = checks.array("capacity", capacity, ndim=1, low=0.0, low_open=True)
     f, links = w.shape
     if f > MAX_FLOWS or links > MAX_LINKS:

@@ -32,6 +32,7 @@ from ..nccl.constants import Source
 ALIGN_BYTES = 128  # net_ib.cc:2041
 MAX_MESSAGES = 1 << 20
 MAX_QPS = 256
+MAX_POSTS = 1 << 22
 
 #: name -> (value, source, the text of the cited line that holds it)
 SOURCES = {
@@ -67,7 +68,7 @@ def qp_bytes(
 ) -> np.ndarray:
     """Bytes each QP of one connection carries after ``messages`` messages of
     ``message_bytes``, as ``ncclIbMultiSend`` posts them (see the module docstring): an int
-    array of length ``nqps``. Limits: at most 2**20 messages, 256 QPs."""
+    array of length ``nqps``. Limits: at most 2**20 messages, 256 QPs, 2**22 posts."""
     size = checks.integer("message_bytes", message_bytes, 0, 1 << 40)
     q = checks.integer("qps_per_connection", qps_per_connection, 1, 64)
     split = checks.boolean("split_data_on_qps", split_data_on_qps)
@@ -77,7 +78,10 @@ def qp_bytes(
     nqps = q * max(local, remote)
     data_qps = max(local, remote)
     per_message = nqps if split else data_qps
-    chunk = -(-(-(-size // per_message)) // ALIGN_BYTES) * ALIGN_BYTES
+    if m * per_message > MAX_POSTS:
+        raise checks.fail("messages x QPs a message uses", f"at most {MAX_POSTS}", m * per_message)
+    per_post = -(-size // per_message)  # DIVUP(size, nqps)
+    chunk = -(-per_post // ALIGN_BYTES) * ALIGN_BYTES  # DIVUP(..., 128) * 128
     lengths = np.array([max(0, min(chunk, size - i * chunk)) for i in range(per_message)])
     out = np.zeros(nqps, dtype=np.int64)
     # Message j's i-th post goes to QP (j * per_message + i) mod nqps.

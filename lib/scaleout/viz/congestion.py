@@ -7,7 +7,9 @@ import numpy as np
 import plotly.graph_objects as go
 
 from .. import checks
+from ..congestion.collective import CollectiveResult
 from ..congestion.dcqcn import DCQCNResult
+from ..congestion.fabrics import FabricSize
 from ..congestion.pfc import PFCResult
 from .animate import animation
 from .theme import NEUTRAL, RANK_COLORS, new_figure
@@ -18,7 +20,14 @@ MAX_POINTS = 300  # points per trace: figures stay small in the page
 def ecmp_figure(flows: list[int], paths: int, expected: list[float], sampled) -> go.Figure:
     """Expected flows on the busiest path (exact) against sampled means, for ``flows``
     flows on ``paths`` paths; the dotted line is perfect balance."""
-    sampled = checks.array("sampled", sampled, ndim=1)
+    n = checks.array("flows", flows, ndim=1, integer=True, low=0, max_size=10_000)
+    paths = checks.integer("paths", paths, 1, 1 << 16)
+    expected = checks.array("expected", expected, ndim=1, low=0.0, high=1e9)
+    sampled = checks.array("sampled", sampled, ndim=1, low=0.0, high=1e9)
+    if not len(n) == len(expected) == len(sampled):
+        raise checks.fail("expected, sampled", f"one value per flow count ({len(n)})",
+                          (len(expected), len(sampled)))  # fmt: skip
+    flows = n.tolist()
     balance = [max(1.0, f / paths) for f in flows]
     fig = new_figure(
         title=f"Busiest of {paths} paths",
@@ -27,9 +36,9 @@ def ecmp_figure(flows: list[int], paths: int, expected: list[float], sampled) ->
         height=380,
         legend=dict(x=0.02, y=0.98),
     )
-    fig.add_scatter(x=flows, y=expected, mode="lines+markers", name="exact E[max]",
+    fig.add_scatter(x=flows, y=expected.tolist(), mode="lines+markers", name="exact E[max]",
                     line=dict(color=RANK_COLORS[0]))  # fmt: skip
-    fig.add_scatter(x=flows, y=sampled, mode="markers", name="sampled mean",
+    fig.add_scatter(x=flows, y=sampled.tolist(), mode="markers", name="sampled mean",
                     marker=dict(color=RANK_COLORS[1], symbol="x", size=9))  # fmt: skip
     fig.add_scatter(x=flows, y=balance, mode="lines", name="perfect balance",
                     line=dict(color=NEUTRAL, dash="dot"))  # fmt: skip
@@ -39,6 +48,16 @@ def ecmp_figure(flows: list[int], paths: int, expected: list[float], sampled) ->
 def busbw_figure(results: dict[str, object], bound: float) -> go.Figure:
     """Per-seed bus bandwidth as box plots, one per labelled result; the line is the
     no-collision bound."""
+    if (
+        not isinstance(results, dict)
+        or not results
+        or len(results) > 16
+        or not all(
+            isinstance(k, str) and isinstance(v, CollectiveResult) for k, v in results.items()
+        )
+    ):
+        raise checks.fail("results", "a dict of 1..16 label -> CollectiveResult", results)
+    bound = checks.positive("bound", bound, 1e9)
     fig = new_figure(
         title="Ring all-reduce per hash seed",
         yaxis_title="bus bandwidth (GB/s)",
@@ -85,7 +104,7 @@ def pfc_animation(result: PFCResult, frames: int = 40) -> go.Figure:
     the buffers at S's port 0 and at U against XOFF; the title says who is paused."""
     checks.instance("result", result, PFCResult)
     frames = checks.integer("frames", frames, 2, 60)
-    every = max(1, -(-len(result.t_s) // MAX_POINTS))
+    every = max(1, -(-len(result.t_s) // (MAX_POINTS // 2)))  # frames repeat the data
     t_us = np.round(result.t_s[::every] * 1e6, 2)
     victim, incast = result.victim_gbps[::every], result.incast_gbps[::every]
     paused_u, paused_host = result.paused_u[::every], result.paused_host[::every]
@@ -116,6 +135,15 @@ def pfc_animation(result: PFCResult, frames: int = 40) -> go.Figure:
 
 def fabric_figure(sizes: dict[int, dict[str, object]]) -> go.Figure:
     """Switches per GPU of each design against cluster size (GPUs)."""
+    what = "a dict of 1..64 GPU counts -> dict of design name -> FabricSize (same names)"
+    if not isinstance(sizes, dict) or not 1 <= len(sizes) <= 64:
+        raise checks.fail("sizes", what, sizes)
+    first = next(iter(sizes.values()))
+    for g, row in sizes.items():
+        if not (checks.is_integer(g) and g > 0 and isinstance(row, dict) and row
+                and list(row) == list(first)
+                and all(isinstance(v, FabricSize) for v in row.values())):  # fmt: skip
+            raise checks.fail("sizes", what, sizes)
     fig = new_figure(
         title="Switches per GPU",
         xaxis_title="GPUs (count)",
