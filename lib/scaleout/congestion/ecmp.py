@@ -78,14 +78,12 @@ def _prob_all_at_most(n: int, k: int, c: int) -> float:
     return min(1.0, float(coef / math.exp(log_total)))
 
 
-def _prob_all_at_most_poisson(n: int, k: int, c: int) -> float:
-    lam = n / k
-    j = np.arange(c + 1)
-    logp = (
-        -lam + j * (math.log(lam) if lam > 0 else 0.0) - np.array([math.lgamma(x + 1) for x in j])
-    )
-    cdf = min(1.0, float(np.exp(logp).sum()))
-    return cdf**k
+def _expected_max_poisson(n: int, k: int) -> float:
+    """E[max] with independent Poisson(n/k) bins: sum over c of 1 - CDF(c)^k, all c at once."""
+    cdf = np.minimum(np.cumsum(_poisson_pmf(n / k, n - 1)), 1.0)
+    with np.errstate(divide="ignore"):
+        tail = -np.expm1(k * np.log(cdf))  # 1 - CDF^k without cancellation
+    return max(float(np.sum(tail)), float(math.ceil(n / k)))
 
 
 def ecmp_expected_max(n_flows: int, n_paths: int) -> float:
@@ -100,12 +98,12 @@ def ecmp_expected_max(n_flows: int, n_paths: int) -> float:
         return 0.0
     if k == 1:
         return float(n)
-    exact = n <= EXACT_LIMIT and k <= EXACT_LIMIT
-    prob = _prob_all_at_most if exact else _prob_all_at_most_poisson
+    if n > EXACT_LIMIT or k > EXACT_LIMIT:
+        return _expected_max_poisson(n, k)
     c = math.ceil(n / k)  # the busiest path holds at least ceil(n / k) flows
     total = float(c)
     while c < n:
-        tail = 1.0 - prob(n, k, c)
+        tail = 1.0 - _prob_all_at_most(n, k, c)
         if tail < 1e-13:
             break
         total += tail
