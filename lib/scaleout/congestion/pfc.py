@@ -34,7 +34,7 @@ import numpy as np
 from .. import checks
 
 LIGHT_IN_CABLE_M_PER_S = 2e8  # about 5 ns per metre in fibre or copper (assumed)
-MAX_STEPS = 400_000
+MAX_STEPS = 50_000
 MAX_POINTS = 2000
 
 
@@ -92,7 +92,7 @@ def pfc(
     """Simulate the port of the module docstring: ``n_incast`` senders (one of them behind
     U, beside the victim) send to X from ``incast_start_s`` to ``incast_stop_s``; the victim
     sends to A all the time. ``xon_bytes`` defaults to XOFF - 2 MTU. Limits: 2..256 incast
-    senders, at most 400,000 steps of ``dt_s``. The defaults (100 Gb/s, 100 m of cable, XOFF
+    senders, at most 50,000 steps of ``dt_s``. The defaults (100 Gb/s, 100 m of cable, XOFF
     60 KB, 1 us response) are illustrative, not a particular switch's configuration."""
     n = checks.integer("n_incast", n_incast, 2, 256)
     line = checks.real("line_gbps", line_gbps, 0.1, 3200.0)
