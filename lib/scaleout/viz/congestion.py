@@ -129,7 +129,8 @@ def pfc_animation(result: PFCResult, frames: int = 40) -> go.Figure:
         traces, labels, frame_titles=titles, slider_prefix="t = ",
         xaxis=dict(title="time (µs)", range=[0, float(t_us[-1])]),
         yaxis=dict(title="throughput (Gb/s)", range=[0, 110]),
-        height=460, legend=dict(orientation="h", y=-0.45), margin=dict(b=150, t=60),
+        height=480, legend=dict(orientation="h", x=0, y=1.0, yanchor="bottom"),
+        margin=dict(b=60, t=110),
     )  # fmt: skip
 
 
