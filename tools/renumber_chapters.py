@@ -9,9 +9,12 @@ tests, the tools and the top-level Markdown and YAML files:
 - "chapter N" mentions whose N is a renamed chapter's old number (``chapter 13`` ->
   ``chapter 14``), linked or not;
 - the number inside a link's text so that it names the chapter it links to
-  (``[chapter 13](14_compute.ipynb)`` -> ``[chapter 14](14_compute.ipynb)``).
+  (``[chapter 13](14_compute.ipynb)`` -> ``[chapter 14](14_compute.ipynb)``), and the number
+  column of the chapter table in ``intro.md``.
 
-A topic part never changes (the developers' guide): ``13_compute=14_planner`` is refused.
+Run again after merging a branch that still names the old files: the renames are done, the
+references are fixed. A topic part never changes (the developers' guide):
+``13_compute=14_planner`` is refused.
 Run ``tools/link_chapters.py`` afterwards to link any new plain mentions.
 """
 
@@ -29,6 +32,7 @@ ROOT = Path(__file__).resolve().parents[1]
 STEM = re.compile(r"\b(\d\d)_([a-z][a-z_]*[a-z])\b")
 MENTION = re.compile(r"\b([Cc]hapters?)(\s+)(\d{1,2}(?:(?:\s*(?:,|and|or|–|-|to)\s*)\d{1,2})*)\b")
 NUMBER = re.compile(r"\d{1,2}")
+TABLE_ROW = re.compile(r"^\| (\d{1,2}) \| \[([^\]]*)\]\(chapters/(\d\d)_", re.M)
 LINK_NUMBER = re.compile(r"\[([Cc]hapters?\s+)?(\d{1,2})\]\(((?:\.\./)?(?:chapters/)?)(\d\d)_")
 TEXT_FILES = ("*.md", "*.yml", "lib/**/*.py", "tests/**/*.py", "tools/*.py", "bench/*.py")
 
@@ -46,8 +50,11 @@ def parse(argv: list[str]) -> dict[str, str]:
             raise SystemExit(
                 f"renumber_chapters: {arg!r} changes the topic part; only the number may change"
             )
-        if not (ROOT / "chapters" / f"{old}.ipynb").exists():
-            raise SystemExit(f"renumber_chapters: chapters/{old}.ipynb does not exist")
+        if (
+            not (ROOT / "chapters" / f"{old}.ipynb").exists()
+            and not (ROOT / "chapters" / f"{new}.ipynb").exists()
+        ):
+            raise SystemExit(f"renumber_chapters: neither chapters/{old}.ipynb nor {new} exists")
         mapping[old] = new
     return mapping
 
@@ -66,6 +73,9 @@ def rewrite(text: str, stems: dict[str, str], numbers: dict[int, int], own: bool
 
     text = MENTION.sub(mention, text)
     text = STEM.sub(lambda m: stems.get(m.group(0), m.group(0)), text)
+    text = TABLE_ROW.sub(
+        lambda m: f"| {int(m.group(3))} | [{m.group(2)}](chapters/{m.group(3)}_", text
+    )
     return LINK_NUMBER.sub(
         lambda m: f"[{m.group(1) or ''}{int(m.group(4))}]({m.group(3)}{m.group(4)}_", text
     )
@@ -78,6 +88,8 @@ def main(argv: list[str]) -> int:
         return 2
     numbers = {int(o[:2]): int(n[:2]) for o, n in stems.items()}
     for old, new in stems.items():
+        if not (ROOT / "chapters" / f"{old}.ipynb").exists():
+            continue  # already renamed (say, by a merge): only the references are fixed
         subprocess.run(
             ["git", "mv", f"chapters/{old}.ipynb", f"chapters/{new}.ipynb"], cwd=ROOT, check=True
         )

@@ -10,7 +10,7 @@ Taught in chapter 18, "Your own cluster" (``chapters/18_calibrate.ipynb``). The 
   verdicts per size regime, checks, evidence from the log's NCCL INFO lines.
 * :mod:`~scaleout.calibrate.correct` - ``fit_corrections``: per-regime factors, held out.
 * :mod:`~scaleout.calibrate.gemm` - GEMM sweeps (``mamf-finder.py``, CSV, ``sweep``) and
-  ``calibrate_ceiling`` against chapter 13's compute model.
+  ``calibrate_ceiling`` against chapter 14's compute model.
 * :mod:`~scaleout.calibrate.replan` - plans re-ranked on the calibrated machine.
 * :mod:`~scaleout.calibrate.gloo` - the book's gloo benchmark in nccl-tests' columns.
 * :mod:`~scaleout.calibrate.published` - the public logs the chapter judges, with sources.

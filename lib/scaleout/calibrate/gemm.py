@@ -1,4 +1,4 @@
-"""Matrix-multiply sweeps: read them, and calibrate chapter 13's compute ceiling per GPU.
+"""Matrix-multiply sweeps: read them, and calibrate chapter 14's compute ceiling per GPU.
 
 Two formats:
 
@@ -236,7 +236,7 @@ class CeilingFit:
 
 def calibrate_ceiling(sweep: Sweep, gpu=None, holdout: str = "alternate") -> CeilingFit:
     """Calibrate the compute ceiling on ``sweep`` (see the module docstring): against
-    chapter 13's GEMM model of ``gpu`` (a ``hardware.GPUS`` name), or a plain line."""
+    chapter 14's GEMM model of ``gpu`` (a ``hardware.GPUS`` name), or a plain line."""
     checks.instance("sweep", sweep, Sweep)
     checks.choice("holdout", holdout, HOLDOUTS)
     order = np.argsort(sweep.flops, kind="stable")

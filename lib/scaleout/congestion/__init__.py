@@ -1,7 +1,7 @@
 """Congestion and lossless Ethernet: ECMP collisions, queue pairs, spraying and adaptive
 routing, DCQCN, PFC and the fabrics that avoid the spine.
 
-Chapter 13 ("Congestion and lossless Ethernet") builds on this package, one concept a file:
+Chapter 14 ("Congestion and lossless Ethernet") builds on this package, one concept a file:
 :mod:`~scaleout.congestion.ecmp` (balls into bins), :mod:`~scaleout.congestion.fairshare`
 (max-min fair rates), :mod:`~scaleout.congestion.collective` (a ring on a leaf-spine fabric
 routed per flow, per packet or per flowlet), :mod:`~scaleout.congestion.qps` (how NCCL opens

@@ -1,4 +1,4 @@
-"""Figures of chapter 13 (congestion): ECMP collisions, busbw per routing, DCQCN
+"""Figures of chapter 14 (congestion): ECMP collisions, busbw per routing, DCQCN
 trajectories, the PFC animation and fabric counts. Built from library results only."""
 
 from __future__ import annotations
