@@ -34,6 +34,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from .. import checks
+from ..stats import ranks, spearman  # noqa: F401  (re-exported: chapters import them here)
 from . import published as P
 from .gemm import CEILING_ROWS, gemm_time
 from .layer import Layer, layer_time
@@ -96,29 +97,6 @@ def rows() -> tuple[Row, ...]:
     held = [_row(P.mamf(acc, dtype), gpu, "held-out") for acc, dtype, gpu in HELD_OUT]
     sweep = [_row(m, "H100-SXM", "sweep") for m in P.SWIGLU_SWEEP]
     return tuple(fit + held + sweep)
-
-
-def ranks(x) -> np.ndarray:
-    """Ranks 1..n of ``x``, ties given their average rank (for Spearman's correlation)."""
-    x = checks.array("x", x, ndim=1, max_size=10**6)
-    order = np.argsort(x, kind="stable")
-    r = np.empty(x.size)
-    r[order] = np.arange(1, x.size + 1)
-    for value in np.unique(x):
-        tie = x == value
-        r[tie] = r[tie].mean()
-    return r
-
-
-def spearman(x, y) -> float:
-    """Spearman's rank correlation of two equally long 1-D arrays (NaN if one is constant)."""
-    x = checks.array("x", x, ndim=1, max_size=10**6)
-    y = checks.array("y", y, ndim=1, max_size=10**6)
-    if x.size != y.size or x.size < 2:
-        raise checks.fail("y", f"an array of {x.size} values (as many as x, at least 2)", y.size)
-    rx, ry = ranks(x) - (x.size + 1) / 2, ranks(y) - (y.size + 1) / 2
-    denom = np.sqrt((rx * rx).sum() * (ry * ry).sum())
-    return float("nan") if denom == 0 else float((rx * ry).sum() / denom)
 
 
 @dataclass(frozen=True)
