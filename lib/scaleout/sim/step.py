@@ -26,8 +26,8 @@ every layer) there are three streams:
   the stage's replicas, bucket i ready (i + 1)/n of the way through the unit's last backward
   (Megatron-Core's ``overlap_grad_reduce``), or all after it without ``dp_overlap``.
 
-Ranks are placed in Megatron's order, tensor fastest, then data, then pipeline
-(rank = tp + t (dp + d pp)). Replicas whose units have the same slowdowns are simulated once
+Ranks are placed by :class:`scaleout.mesh.Mesh` (Megatron's order, tensor fastest, then
+data, then pipeline). Replicas whose units have the same slowdowns are simulated once
 (without stragglers: one replica stands for all d), so the work grows with the pipeline, not
 the GPU count. Not simulated (ValueError): ZeRO-3 (the planner prices its per-layer
 gathers in closed form).
@@ -37,7 +37,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from .. import checks
+from .. import checks, mesh
 from .. import memory as MEM
 from .. import pipeline as PP
 from ..pipeline.orders import _check, _order_arrays
@@ -188,11 +188,13 @@ class _Base:
         self.logit_bytes = 2 * 4.0 * plan.b * model.seq * model.vocab / plan.t
         self.states = _states_bytes(model, plan)
         self.gpus = cluster.gpus
+        # ranks[pp, dp, tp]: the mesh's TP groups, listed data-parallel index fastest
+        layout = mesh.Mesh(tp=plan.t, dp=plan.d, pp=p)
+        self.ranks = np.array(layout.groups("tp"), dtype=np.int64).reshape(p, plan.d, plan.t)
 
     def unit_factors(self, rank_factors):
         """(d, p) slowdown of each unit: its slowest tensor-parallel GPU."""
-        t, d, p = self.plan.t, self.plan.d, self.plan.p
-        return rank_factors.reshape(p, d, t).max(axis=2).T  # rank = tp + t (dp + d pp)
+        return rank_factors[self.ranks].max(axis=2).T
 
     def run(self, rank_factors) -> StepTrace:
         p = self.plan.p

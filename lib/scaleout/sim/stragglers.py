@@ -15,6 +15,7 @@ import numpy as np
 from .. import checks
 
 MAX_FACTOR = 100.0
+MAX_GPUS = 1 << 24
 
 
 @dataclass(frozen=True)
@@ -31,7 +32,9 @@ class Lognormal:
         checks.real("floor", self.floor, 0.0, 1.0)
 
     def draw(self, n: int, rng: np.random.Generator) -> np.ndarray:
-        z = rng.standard_normal(checks.integer("n", n, 1, 1 << 24))
+        n = checks.integer("n", n, 1, MAX_GPUS)
+        rng = checks.instance("rng", rng, np.random.Generator, "a numpy Generator")
+        z = rng.standard_normal(n)
         return np.maximum(np.exp(self.sigma * z), self.floor)
 
 
@@ -39,6 +42,8 @@ def factors(stragglers, gpus: int, rng: np.random.Generator) -> np.ndarray:
     """Slowdown of every rank for one step, shape (gpus,): 1 everywhere for None, the given
     factors for a {rank: factor} dict (factor in [1, MAX_FACTOR]: a straggler is slower, not
     faster), or a :class:`Lognormal` draw."""
+    gpus = checks.integer("gpus", gpus, 1, MAX_GPUS)
+    rng = checks.instance("rng", rng, np.random.Generator, "a numpy Generator")
     out = np.ones(gpus)
     if stragglers is None:
         return out

@@ -88,15 +88,16 @@ class StepTrace:
     @classmethod
     def from_run(cls, base, g, comp, tp, start, end, crit, ready, replicas, which, factors):
         plan = base.plan
-        t, d, p = plan.t, plan.d, plan.p
+        t, p = plan.t, plan.p
         nstr = len(STREAMS)
         stream = np.array(g.stream)
         unit = stream // nstr
         q, r = unit // p, unit % p
         first_dp = np.array([int(np.flatnonzero(which == k)[0]) for k in range(len(replicas))])
         # a unit is named by its slowest GPU (the lowest rank among equals)
-        f = np.asarray(factors).reshape(p, d, t)
-        names = np.array([[t * (first_dp[k] + d * s) + int(np.argmax(f[s, first_dp[k]]))
+        ranks = base.ranks  # [pp, dp, tp]
+        f = np.asarray(factors)[ranks]
+        names = np.array([[ranks[s, first_dp[k], int(np.argmax(f[s, first_dp[k]]))]
                            for s in range(p)] for k in range(len(replicas))])  # fmt: skip
         rank = names[q, r]
         counts = np.bincount(which, minlength=len(replicas))
@@ -215,4 +216,7 @@ def _memory(base, a) -> np.ndarray:
     peak = PP.peak_in_flight(tl)
     stage_mem = base.states + base.act_bytes * peak + base.extra_bytes
     stage_mem[-1] = max(stage_mem[-1], base.states + base.act_bytes + base.logit_bytes)
-    return np.repeat(stage_mem, plan.t * plan.d)
+    out = np.empty(base.ranks.size)
+    for s in range(plan.p):
+        out[base.ranks[s]] = stage_mem[s]
+    return out
