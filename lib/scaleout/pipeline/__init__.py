@@ -38,12 +38,12 @@ Orders, with their sources:
 * ``zb-v`` and ``dualpipe-v``: two chunks per device in a V (chunk 0 = stage r, chunk 1 =
   stage 2p - 1 - r), PyTorch's ``ScheduleZBVZeroBubble`` (Qi et al., ICLR 2024, section 6)
   and ``ScheduleDualPipeV`` (DeepSeek-V3, arXiv:2412.19437, section 3.2.1); see
-  :mod:`.vshape`. DualPipe-V also runs full backwards ``BW`` (B and W in one operation).
+  ``vshape``. DualPipe-V also runs full backwards ``BW`` (B and W in one operation).
 
-Parts: :mod:`.orders` (the orders, vectorised), :mod:`.reference` (the same orders as plain
-loops, tested equal), :mod:`.vshape`, :mod:`.timeline` (records), :mod:`.simulate` (the
-ready-time simulation), :mod:`.analysis` (bubbles, in-flight activations, messages) and
-:mod:`.states` (model-state memory, chapter 3).
+Parts: ``orders`` (the orders, vectorised), ``reference`` (the same orders as plain loops,
+tested equal), ``vshape``, ``timeline`` (records), ``simulate`` (the ready-time
+simulation), ``analysis`` (bubbles, in-flight activations, messages) and ``states``
+(model-state memory, chapter 3).
 
 Limits (``ValueError`` beyond them): p <= ``MAX_STAGES``, m <= ``MAX_MICROBATCHES``,
 v <= ``MAX_CHUNKS``; a simulated schedule holds at most ``MAX_OPERATIONS`` operations
@@ -55,7 +55,8 @@ from __future__ import annotations
 
 # The package's parts, one concept each; every name the chapters and tests used from the
 # former single module is re-exported here (``from scaleout.pipeline import X`` still works).
-from . import reference, vshape
+from . import reference as reference  # the plain-loop orders
+from . import vshape as vshape  # the V orders
 from .analysis import (
     CLOSED_FORMS,
     activation_message_bytes,
@@ -106,5 +107,5 @@ __all__ = [
     "ROUNDS_FROM_STAGES", "SCHEDULES", "SPLIT_BACKWARD", "V_SCHEDULES", "Schedule", "Timeline",
     "activation_message_bytes", "bubble_closed_form", "bubble_fraction", "idle_intervals",
     "in_flight_timeline", "layer_owners", "min_gpus", "model_state_bytes", "p2p_messages",
-    "peak_in_flight", "reference", "schedule", "stage_order", "timeline_from_records", "vshape",
+    "peak_in_flight", "schedule", "stage_order", "timeline_from_records",
 ]  # fmt: skip

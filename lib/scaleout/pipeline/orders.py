@@ -1,6 +1,6 @@
 """The order each pipeline stage runs its operations in, vectorised with numpy (the
-schedules of :mod:`scaleout.pipeline`; :mod:`.reference` is the plain-loop version it is
-tested equal to; :mod:`.vshape` the two-chunk V schedules)."""
+schedules of :mod:`scaleout.pipeline`; ``reference`` is the plain-loop version it is
+tested equal to; ``vshape`` the two-chunk V schedules)."""
 
 from __future__ import annotations
 
@@ -11,7 +11,7 @@ from .vshape import _dualpipev_rank, _zbv_rank
 
 #: The one-chunk schedules and the interleaved one (chapter 5's explorer and gloo demo run them).
 SCHEDULES = ("naive", "gpipe", "1f1b", "interleaved", "zb-h1")
-#: Two chunks per device in a V (:mod:`.vshape`), simulated and ordered, not in the demo.
+#: Two chunks per device in a V (``vshape``), simulated and ordered, not in the demo.
 V_SCHEDULES = ("zb-v", "dualpipe-v")
 ALL_SCHEDULES = SCHEDULES + V_SCHEDULES
 #: Operation kinds: forward, input gradient, weight gradient, full backward (B and W in one).
@@ -133,7 +133,7 @@ def _schedule_table(m, v, group):
 
 def stage_order(name, p, m, v=1, group=None) -> list[list[tuple[str, int, int]]]:
     """The order each stage runs its operations in: ``orders[r]`` is a list of
-    ``(phase, microbatch, chunk)``, phase one of :data:`PHASES`. For 'zb-v' and 'dualpipe-v'
+    ``(phase, microbatch, chunk)``, phase one of ``PHASES``. For 'zb-v' and 'dualpipe-v'
     (``v = 2``) chunk 0 is stage r and chunk 1 stage 2p - 1 - r, equal to PyTorch's
     ``ScheduleZBVZeroBubble`` and ``ScheduleDualPipeV``. Raises ValueError on bad inputs
     (see the package docstring)."""

@@ -1,4 +1,4 @@
-"""The orders of :mod:`.orders` as plain loops, one operation at a time: the readable
+"""The orders of ``scaleout.pipeline.orders`` as plain loops, one operation at a time: the readable
 reference the vectorised tables are tested equal to (as :mod:`scaleout.rdma.reference` is to
 the fast engine). Same sources as the package docstring; the inputs are checked by
 :func:`stage_order` here."""

@@ -33,7 +33,7 @@ def _strings(x):
 class Timeline:
     """Operations on a pipeline, one entry per operation (numpy arrays of equal length):
     ``stage`` (device 0..p-1), ``microbatch``, ``chunk`` (model chunk on that device),
-    ``phase`` ('F', 'B', 'W' or 'BW', see :data:`PHASES`), ``start`` and ``end`` (time
+    ``phase`` ('F', 'B', 'W' or 'BW', see ``PHASES``), ``start`` and ``end`` (time
     units). :func:`schedule` and :func:`timeline_from_records` give them sorted by stage,
     then start. Simulated schedules
     are :class:`Schedule`; measured ones come from :func:`timeline_from_records`. Validated

@@ -2,21 +2,22 @@
 
 Taught in chapter 16, "A training step, simulated" (``chapters/16_simulator.ipynb``).
 
-* :mod:`.engine` - streams that run their operations in order; an operation starts when its
-  stream is free and its inputs are ready; a collective when its last member arrives.
-* :mod:`.step` - :func:`simulate`: one configuration of the planner (model, cluster, global
+* :mod:`scaleout.sim.engine` - streams that run their operations in order; an operation
+  starts when its stream is free and its inputs are ready; a collective when its last
+  member arrives.
+* ``step`` - :func:`simulate`: one configuration of the planner (model, cluster, global
   batch, plan) as operations, priced with the planner's parts.
-* :mod:`.trace` - :class:`StepTrace`: step time, breakdown, memory, events, critical path,
+* ``trace`` - :class:`StepTrace`: step time, breakdown, memory, events, critical path,
   Chrome trace.
-* :mod:`.stragglers` - slow GPUs: {rank: factor} or :class:`Lognormal` jitter per step.
+* ``stragglers`` - slow GPUs: {rank: factor} or :class:`Lognormal` jitter per step.
+* :mod:`scaleout.sim.validation` - the simulator beside the planner and the published runs.
 """
 
-from .engine import MAX_OPS
 from .step import MAX_STEPS, W_SHARE, simulate
 from .stragglers import Lognormal
 from .trace import BREAKDOWN, STREAMS, Event, StepTrace
 
 __all__ = [
-    "BREAKDOWN", "MAX_OPS", "MAX_STEPS", "STREAMS", "W_SHARE", "Event", "Lognormal",
+    "BREAKDOWN", "MAX_STEPS", "STREAMS", "W_SHARE", "Event", "Lognormal",
     "StepTrace", "simulate",
 ]  # fmt: skip

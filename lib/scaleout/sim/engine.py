@@ -9,7 +9,7 @@ start together when the last of them has arrived (its stream free and its deps d
 slow member delays all. An operation therefore starts at the latest of: its stream free,
 its deps, its group's last arrival; nothing else. Overlap is what falls out of that.
 
-The engine is event-driven like :func:`scaleout.pipeline._simulate_events`: a stream
+The engine is event-driven like ``scaleout.pipeline._simulate_events``: a stream
 blocked on an unfinished operation (or an incomplete collective) is parked and woken when
 it completes, so every pass runs an operation or parks a stream, and a cycle (a graph
 that cannot run) is reported, never a hang. For each operation it records ``crit``: the

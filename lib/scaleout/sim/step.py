@@ -1,12 +1,12 @@
 """One training step as operations on streams, from the planner's records.
 
-:func:`simulate` takes the planner's inputs (:class:`scaleout.planner.Model`,
-:class:`~scaleout.planner.Cluster`, the global batch, a :class:`~scaleout.planner.Plan`)
+:func:`simulate` takes the planner's inputs (:class:`scaleout.planner.model.Model`,
+:class:`~scaleout.planner.model.Cluster`, the global batch, a :class:`~scaleout.planner.step.Plan`)
 and prices every operation with the same parts the planner's closed form adds up
 (:mod:`scaleout.planner.compute_term` for compute, :mod:`scaleout.planner.comm` for the
 collectives and transfers, both on :mod:`scaleout.nccl`'s model of the machine), so the two
 differ only in how the parts combine: the planner adds them in closed form, the simulator
-runs them (:mod:`.engine`).
+runs them (:mod:`scaleout.sim.engine`).
 
 Per rank (a *unit*: the t tensor-parallel GPUs of one stage of one replica, which meet in
 every layer) there are three streams:
@@ -106,7 +106,7 @@ def simulate(model: Model, cluster: Cluster, global_batch: int, plan: Plan, *,
 
     ``calibration``: the multiplier on compute time (the planner's ``calibration``).
     ``stragglers``: None, {rank: slowdown factor >= 1}, or a :class:`Lognormal` drawn per
-    rank and step with ``seed``. ``schedule``: a :data:`scaleout.pipeline.ALL_SCHEDULES` name
+    rank and step with ``seed``. ``schedule``: a ``scaleout.pipeline.ALL_SCHEDULES`` name
     (default the planner's: 1F1B, or interleaved when plan.v > 1). Returns a
     :class:`StepTrace` whose events, critical path and breakdown are those of the first
     step; ``steps_s`` has every step."""

@@ -8,6 +8,7 @@ from typing import NamedTuple
 
 import numpy as np
 
+from .. import checks
 from .. import pipeline as PP
 
 #: The streams of every unit, in the order of their ids (unit * 3 + index).
@@ -21,7 +22,7 @@ BREAKDOWN = ("compute", "exposed_comm", "bubble", "straggler_wait", "slowdown", 
 
 class Event(NamedTuple):
     """One operation: ``rank`` (the lowest rank of the unit it stands for), ``stream``
-    (one of :data:`STREAMS`), ``name`` (e.g. 'F mb3 c0', 'send mb3 c0', 'grad bucket 2',
+    (one of ``STREAMS``), ``name`` (e.g. 'F mb3 c0', 'send mb3 c0', 'grad bucket 2',
     'optimizer'), ``start_s``, ``end_s``."""
 
     rank: int  # the unit's slowest GPU, lowest rank among equals
@@ -69,7 +70,7 @@ def _clip(intervals, within) -> list:
 class StepTrace:
     """A simulated step (:func:`scaleout.sim.simulate`). ``step_s``: mean over the steps;
     ``steps_s``: each step; ``breakdown``: seconds of the rank that finishes last, adding up
-    to its step (:data:`BREAKDOWN`: its unslowed compute (with the output layer), exposed
+    to its step (``BREAKDOWN``: its unslowed compute (with the output layer), exposed
     communication (TP inside its operations, and its compute stream idle while its own or
     an incoming transfer or gradient bucket is on the wire), bubble (idle, waiting for
     another stage's work), straggler_wait (idle in a collective whose other members are not
@@ -141,6 +142,22 @@ class StepTrace:
             chain.append(i)
             i = int(crit[i])
         return [self._event(i) for i in reversed(chain)]
+
+    def breakdown_of(self, rank: int) -> dict:
+        """:attr:`breakdown` of one simulated rank (a key of :attr:`units`), up to the
+        step's end: its compute, exposed communication, bubble, straggler wait, slowdown,
+        optimizer, and ``idle_after`` (done before the step ends)."""
+        rank = checks.integer("rank", rank, 0, 1 << 24)
+        if rank not in self.units:
+            raise checks.fail("rank", f"a simulated rank, one of {sorted(self.units)[:8]}...",
+                              rank)  # fmt: skip
+        a = self._arrays
+        unit = int(a["unit"][np.flatnonzero(a["rank"] == rank)[0]])
+        mine = a["unit"] == unit
+        done = float(a["end"][mine].max())
+        out = _breakdown(a, unit, done)
+        out["idle_after"] = self.steps_s[0] - done
+        return out
 
     def critical_seconds_by_rank(self) -> dict:
         """Seconds of the critical path spent in each rank's compute operations (which
