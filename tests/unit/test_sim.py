@@ -204,3 +204,30 @@ def test_engine_reports_a_cycle():
     g.add(1, 1.0, ((0, 1.0),))
     with pytest.raises(RuntimeError, match="deadlocked"):
         engine.run(g, 2)
+
+
+@pytest.mark.parametrize("name, v", [("1f1b", 1), ("gpipe", 1), ("zb-h1", 1), ("zb-v", 2),
+                                     ("dualpipe-v", 2), ("interleaved", 2)])  # fmt: skip
+def test_replay_equals_the_pipeline_simulation(name, v):
+    from scaleout.sim import replay
+
+    p, m = 4, 8
+    ref = PP.schedule(name, p, m, v, t_f=1.0, t_b=2.0, t_comm=0.25,
+                      **({"t_w": 0.5} if name in PP.SPLIT_BACKWARD else {}))  # fmt: skip
+    durations = []
+    for r in range(p):
+        sel = np.flatnonzero(ref.stage == r)
+        sel = sel[np.argsort(ref.start[sel], kind="stable")]
+        durations.append((ref.end[sel] - ref.start[sel]).tolist())
+    rp = replay.pipeline(name, p, m, durations, t_comm=0.25, v=v)
+    assert rp.step_s == pytest.approx(ref.makespan, rel=1e-12)
+    for r in range(p):
+        assert rp.order[r] == [f"{k}{j}" + (f"c{c}" if c else "") for k, j, c in ref.ops(r)]
+
+
+def test_replay_collective_names_the_slow_rank():
+    from scaleout.sim import replay
+
+    rp = replay.collective([[1.0, 2.0], [1.0, 2.0], [1.0, 5.0], [1.0, 2.0]], 0.5, [0.1] * 4)
+    assert rp.step_s == pytest.approx(6.6)
+    assert next(iter(rp.critical)) == 2
