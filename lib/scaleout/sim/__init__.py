@@ -10,6 +10,7 @@ Taught in chapter 16, "A training step, simulated" (``chapters/16_simulator.ipyn
 * ``trace`` - :class:`StepTrace`: step time, breakdown, memory, events, critical path,
   Chrome trace.
 * ``stragglers`` - slow GPUs: {rank: factor} or :class:`Lognormal` jitter per step.
+* :mod:`scaleout.sim.replay` - the engine fed with a real run's measured durations.
 * :mod:`scaleout.sim.validation` - the simulator beside the planner and the published runs.
 """
 
