@@ -772,3 +772,9 @@ def gpu(name) -> GPU:
     if isinstance(name, GPU):
         return name
     return GPUS[checks.choice("name", name, tuple(GPUS))]
+
+
+#: The H100 SXM's dense BF16 peak in FLOP/s, from its row of ``GPUS`` (NVIDIA's H100 datasheet
+#: quotes 1,979 TFLOPS *with sparsity*; dense matrices run at half of that): the default peak
+#: of the tensor-parallel, expert-parallel and context-parallel cost models.
+H100_SXM_BF16_DENSE_FLOPS = GPUS["H100-SXM"].bf16_tflops * 1e12

@@ -52,7 +52,7 @@ import numpy as np
 
 from .. import checks
 from .. import hardware as H
-from ..tensor_parallel.traffic import H100_SXM_BF16_DENSE_FLOPS
+from ..hardware import H100_SXM_BF16_DENSE_FLOPS
 from .dispatch import MAX_EP, MAX_TOKEN_BYTES, DispatchPlan
 from .routing import Routing
 
@@ -94,11 +94,11 @@ def nccl_network(topo) -> Network:
     (``nccl.p2p.network_gb_per_s``); latencies of the Simple protocol, NCCL's base plus
     NVLink hop, the network hop on top, and the proxy's post overhead per remote peer
     (``getNetOverhead``), all from the pinned release's ``tuning.cc``."""
+    from ..machine import as_topology
     from ..nccl import constants as NC
     from ..nccl import p2p
-    from ..nccl.topo import check_topology
 
-    topo = check_topology("topo", topo)
+    topo = as_topology(topo, name="topo")
     if topo.nics_per_node == 0:
         raise checks.fail("topo", "a topology with NICs", topo.name)
     base = NC.BASE_LAT[NC.RING, NC.SIMPLE] + NC.HW_LAT[NC.HW_NVLINK, NC.RING, NC.SIMPLE]
