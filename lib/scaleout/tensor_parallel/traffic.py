@@ -297,7 +297,7 @@ def layer_flops(b, s, h) -> float:
     b = checks.integer("b", b, 1, MAX_BATCH)
     s = checks.integer("s", s, 1, MAX_SEQ)
     h = checks.integer("h", h, 1, MAX_HIDDEN)
-    return 24.0 * b * s * h * h + 4.0 * b * s * s * h
+    return 24.0 * b * s * h * h + 4.0 * b * s * s * h  # tied to transformer by a unit test
 
 
 def layer_compute_seconds(b, s, h, t, peak_flops=H100_SXM_BF16_DENSE_FLOPS) -> LayerSeconds:
