@@ -365,6 +365,8 @@ def activation_bytes_per_layer(
     of the 5 a s / (h t) term. Korthikanti et al.'s (and Narayanan et al.'s) published runs
     stored the matrices (the default here); current stacks use FlashAttention.
     """
+    _counts("seq", seq), _counts("batch", batch)  # integer counts here
+    _counts("hidden", hidden), _counts("heads", heads), _counts("tp", tp)
     return transformer.activation_bytes(seq, batch, hidden, heads, recompute, tp,
                                         sequence_parallel, flash_attention)  # fmt: skip
 

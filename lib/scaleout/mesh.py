@@ -39,6 +39,7 @@ AXES = ("tp", "cp", "ep", "dp", "pp")
 #: The axes :meth:`Mesh.groups` knows: the five of ``order`` and the expert data-parallel one.
 GROUP_AXES = (*AXES, "edp")
 DEFAULT_ORDER = "tp-cp-ep-dp-pp"
+#: Most ranks a mesh may have (and the largest size of one axis).
 MAX_RANKS = 65536
 
 

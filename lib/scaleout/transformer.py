@@ -20,8 +20,9 @@ and the registry of the models the book names.
   al.'s eq. 3, ``96 B s L h^2 (1 + s/(6h) + V/(16 L h))``; ``"none"`` is
   ``72 B s L h^2 (1 + s/(6h) + V/(12 h L))``; ``"selective"`` adds the attention core's
   forward ``4 s h`` per token and layer (Korthikanti et al. 2022, Section 5).
-* Activations (:meth:`Transformer.activation_bytes_per_layer`): Korthikanti et al. 2022
-  (MLSys 2023, arXiv 2205.05198) Table 2, written for a GPT layer (MHA, f = 4h, dropout).
+* Activations (:func:`activation_bytes`, :meth:`Transformer.activation_bytes_per_layer`):
+  Korthikanti et al. 2022 (MLSys 2023, arXiv 2205.05198) Table 2, term by term for any shape
+  (GQA, SwiGLU; the GPT's dropout masks kept).
 
 Limits: dimensions up to 2**20, layers up to 4096, sequences up to 2**20 tokens, batches
 up to 2**24 sequences, experts up to 4096.
@@ -61,24 +62,34 @@ def _out(name: str, x):
 
 
 def activation_bytes(seq, batch, hidden, heads, recompute="none", tp=1, sequence_parallel=False,
-                     flash_attention=False):  # fmt: skip
-    """Stored activation bytes of one layer, Korthikanti et al. 2022, Table 2 (16-bit
-    activations, 1-byte dropout masks; s = ``seq``, b = ``batch``, h = ``hidden``, a =
-    ``heads``, t = ``tp``): none ``s b h (10 + 24/t + 5 a s/(h t))`` (``34/t`` in place of
-    ``10 + 24/t`` with sequence parallelism), selective without the ``5 a s/(h t)`` term,
-    FlashAttention ``4 a/(h t)`` in its place, full ``2 s b h``. Vectorised; documented in
-    full at :func:`scaleout.memory.activation_bytes_per_layer`."""
+                     flash_attention=False, kv_heads=None, ffn=None, swiglu=False):  # fmt: skip
+    """Stored activation bytes of one layer per GPU, Korthikanti et al. 2022, Table 2, term
+    by term for any shape (16-bit activations, 1-byte dropout masks; s = ``seq``, b =
+    ``batch``, h = ``hidden``, a = ``heads``, g = ``kv_heads`` (default a), f = ``ffn``
+    (default 4h), t = ``tp``). Per s b h: 10 replicated (norm inputs 4, QKV and MLP inputs
+    2 + 2, two dropout masks 1 + 1; divided by t with sequence parallelism), then divided
+    by t: Q 2, K and V 2 g/a each, the output projection's input 2, the MLP 2 + 2 per s b f
+    (GeLU's input and output) or 2 + 2 + 2 (SwiGLU's gate, up and product); the attention
+    core 5 a s/(h t) (softmax output, dropout mask and output) or, with FlashAttention, one
+    fp32 statistic per row and head, 4 a/(h t). Selective recomputation drops the core,
+    full keeps the 2 s b h input. For a GPT: ``s b h (10 + 24/t + 5 a s/(h t))``, ``34/t``
+    in place of ``10 + 24/t`` with sequence parallelism. Vectorised; ``batch`` and ``tp`` are
+    real numbers >= 1 (the planner passes them as float arrays)."""
     with np.errstate(over="ignore", invalid="ignore"):
-        s, b = _counts("seq", seq), _counts("batch", batch)
-        h, a = _counts("hidden", hidden), _counts("heads", heads)
-        t = _counts("tp", tp)
+        s, h, a = _counts("seq", seq), _counts("hidden", hidden), _counts("heads", heads)
+        b = checks.array("batch", batch, low=1.0, high=float(MAX_BATCH))
+        t = checks.array("tp", tp, low=1.0, high=1024.0)
         checks.choice("recompute", recompute, RECOMPUTE)
         sp = checks.boolean("sequence_parallel", sequence_parallel)
         flash = checks.boolean("flash_attention", flash_attention)
+        g = a if kv_heads is None else _counts("kv_heads", kv_heads)
+        f = 4.0 * h if ffn is None else _counts("ffn", ffn)
+        mlp = 6.0 if checks.boolean("swiglu", swiglu) else 4.0
         sbh = s * b * h
         if recompute == "full":
             return _out("activation bytes", 2.0 * sbh + 0.0 * t * a)
-        linear = 34.0 / t if sp else 10.0 + 24.0 / t
+        split = 4.0 + 4.0 * (g / a) + mlp * f / h  # 24 for a GPT
+        linear = (10.0 + split) / t if sp else 10.0 + split / t
         if recompute == "selective":
             attention = 0.0 * a
         elif flash:
@@ -220,15 +231,13 @@ class Transformer:
     def activation_bytes_per_layer(self, batch, tp=1, recompute="none", sequence_parallel=False,
                                    flash_attention=False) -> float:  # fmt: skip
         """Stored activation bytes of one layer for a micro-batch of ``batch`` sequences on
-        one of ``tp`` tensor-parallel ranks (Korthikanti et al. 2022, Table 2; the GPT
-        layer's accounting, applied as is to other shapes)."""
+        one of ``tp`` tensor-parallel ranks (:func:`activation_bytes`, Korthikanti et al.
+        2022, Table 2 term by term for this shape)."""
         b = checks.integer("batch", batch, 1, MAX_BATCH)
         t = checks.integer("tp", tp, 1, 1024)
-        checks.choice("recompute", recompute, RECOMPUTE)
-        sp = checks.boolean("sequence_parallel", sequence_parallel)
-        flash = checks.boolean("flash_attention", flash_attention)
-        return float(activation_bytes(self.seq, b, self.hidden, self.heads, recompute, t, sp,
-                                      flash))  # fmt: skip
+        return float(activation_bytes(self.seq, b, self.hidden, self.heads, recompute, t,
+                                      sequence_parallel, flash_attention, self.g, self.f,
+                                      self.swiglu))  # fmt: skip
 
 
 def _gpt(name, layers, hidden, heads):

@@ -148,3 +148,34 @@ def test_bad_queries_raise():
         m.group_shape("tp", 0)
     with pytest.raises(ValueError, match="dp must be"):
         m.rank(dp=2)
+
+
+@pytest.mark.parametrize("t", [1, 2, 4, 8, 16, 32])
+def test_tensor_parallels_group_shape_is_the_meshs(t):
+    from scaleout.tensor_parallel import network
+
+    assert network.group_shape(t, 8) == Mesh(tp=t).group_shape("tp", 8)
+
+
+@pytest.mark.parametrize(("cp", "stride"), list(itertools.product([1, 2, 4, 8, 16], [1, 2, 4, 8])))
+def test_context_parallels_placement_is_the_meshs(cp, stride):
+    # a cp group of Megatron's order takes every tp-th GPU: stride = tp
+    from scaleout.context_parallel import network
+
+    per_server, servers = Mesh(tp=stride, cp=cp).group_shape("cp", 8)
+    assert network.ranks_per_node(cp, "dgx-h100", stride) == per_server
+    assert per_server * servers == cp
+
+
+@pytest.mark.parametrize(("tp", "ep", "edp"), list(itertools.product([1, 2], [1, 2, 4], [1, 2, 3])))
+def test_moe_mesh_is_this_layout(tp, ep, edp):
+    from scaleout import moe
+
+    m = moe.mesh(tp * ep * edp, ep, tp)
+    grid = m.grid  # grid[d, e, t]: chapter 7's picture of the same order
+    for r in range(m.world):
+        c = m.coords(r)
+        assert grid[c["expert_dp"], c["ep"], c["tp"]] == r
+    for kind in ("tp", "ep", "expert_dp", "dp"):
+        mine = Mesh(tp=tp, ep=ep, dp=ep * edp).groups("edp" if kind == "expert_dp" else kind)
+        assert m.groups(kind) == sorted(sorted(g) for g in mine)

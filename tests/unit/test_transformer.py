@@ -130,3 +130,64 @@ def test_bad_calls_raise():
         m.step_flops(0)
     with pytest.raises(ValueError, match="model must be"):
         T.model("GPT-5")
+
+
+# --- the other FLOP and parameter counts that must agree with this one ---------------------
+
+
+@given(st.sampled_from([1, 2, 4]), st.sampled_from([128, 1024, 2048]),
+       st.sampled_from([(4096, 32, 8, 14336, True), (12288, 96, 96, 49152, False),
+                        (2304, 24, 24, 9216, False)]))  # fmt: skip
+def test_layer_forward_flops_are_computes_and_tensor_parallels(b, s, shape):
+    from scaleout import compute
+    from scaleout import tensor_parallel as tp
+
+    h, a, g, f, swiglu = shape
+    m = Transformer(1, h, a, kv_heads=g, ffn=f, swiglu=swiglu, seq=s)
+    layer = compute.Layer(h, a, s, kv_heads=g, ffn=f, swiglu=swiglu)
+    assert layer.forward_flops(b) == m.layer_forward_flops(b * s)
+    if g == a and f == 4 * h and not swiglu:
+        assert tp.layer_flops(b, s, h) == m.layer_forward_flops(b * s)
+
+
+@pytest.mark.parametrize("key", ["llama3-8b", "llama3-70b", "llama3-405b"])
+def test_context_parallel_gemm_flops_are_the_layers_minus_the_attention_core(key):
+    from scaleout import context_parallel as cp
+
+    shape = cp.costs.MODELS[key]
+    m = T.MODELS[{"llama3-8b": "Llama 3 8B", "llama3-70b": "Llama 3 70B",
+                  "llama3-405b": "Llama 3 405B"}[key]]  # fmt: skip
+    assert (shape.heads, shape.kv_heads, shape.hidden, shape.ffn, shape.layers) == (
+        m.heads,
+        m.g,
+        m.hidden,
+        m.f,
+        m.layers,
+    )
+    s = 4096
+    core = 4.0 * m.seq * m.hidden * s  # 4 s h per token (s the model's sequence), s tokens
+    assert cp.layer_gemm_flops(s, key) == pytest.approx(m.layer_forward_flops(s) - core,
+                                                         rel=1e-12)  # fmt: skip
+
+
+def test_zero_and_tensor_parallel_eq3_are_this_count():
+    from scaleout import zero_published as Z
+
+    for run in Z.SC21_ZERO3:
+        gpt = Transformer(run.layers, run.hidden, run.heads, seq=run.seq, vocab=run.vocab)
+        assert Z.eq3_flops(run, run.batch) == gpt.step_flops(run.batch, "full")
+        assert run.params == gpt.params
+
+
+def test_moe_parameter_count_agrees_up_to_the_norms():
+    # moe.placement counts RMSNorm scales only (2 h a layer); transformer counts scale and
+    # bias for both norms (4 h), as Narayanan et al. do for a GPT
+    from scaleout.moe import placement
+    from scaleout.moe.published import MIXTRAL_8X7B as M
+
+    count = placement.moe_parameters(M)
+    m = Transformer(M.layers, M.hidden, 32, kv_heads=8, ffn=M.expert_ffn, swiglu=True,
+                    vocab=M.vocab, tied=False, positions=False, experts=M.experts,
+                    top_k=M.k)  # fmt: skip
+    assert m.params == pytest.approx(count.total, rel=1e-4)
+    assert m.active_params == pytest.approx(count.active, rel=1e-4)

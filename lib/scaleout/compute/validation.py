@@ -19,8 +19,10 @@ own: Korthikanti et al.'s Table 4 (``KORTHIKANTI_TABLE4``, nothing fitted to the
 layer's forward and backward time with and without sequence parallelism and selective or
 full recomputation (:func:`layer_rows`, :func:`layer_summary`). Their times include the
 tensor-parallel collectives on the node's NVLink, which the layer model leaves out, so the
-comparison adds them as chapter 14's planner does (:func:`scaleout.planner.comm.tp_seconds`
-and :func:`~scaleout.planner.comm.tp_exposed`): priced with NCCL's model on a DGX A100,
+comparison adds them as chapter 14's planner does (NCCL's collective times,
+:func:`scaleout.nccl.collective_seconds`, and the overlap rules of
+:func:`scaleout.overlap.tp_layer`, which the planner's ``tp_exposed`` follows): priced with
+NCCL's model on a DGX A100 (:func:`scaleout.machine.preset`),
 forward collectives on the critical path, backward ones beside the weight- and
 input-gradient GEMMs as Megatron-LM runs them ("megatron" overlap; the paper: "we overlap
 all-reduce communication with the linear weight's gradient computation"), and a full
@@ -33,7 +35,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from .. import checks
+from .. import checks, machine, nccl, overlap
 from ..stats import ranks, spearman  # noqa: F401  (re-exported: chapters import them here)
 from . import published as P
 from .gemm import CEILING_ROWS, gemm_time
@@ -170,21 +172,20 @@ class LayerRow:
 
 def layer_rows() -> tuple[LayerRow, ...]:
     """Korthikanti et al.'s Table 4, each row with the model's forward and backward time."""
-    from ..planner import comm
-    from ..planner.model import a100_cluster
-
     cfg = P.KORTHIKANTI_LAYER
     layer = Layer(cfg["hidden"], cfg["heads"], cfg["seq"])
     b, t = cfg["b"], cfg["t"]
-    cluster = a100_cluster(t)
-    sec = comm.tp_seconds(cluster, b, layer.seq, layer.hidden, t)
+    topo = machine.preset("dgx-a100").topology  # one DGX A100 holds the t = 8 group
+    nbytes = float(b) * layer.seq * layer.hidden * 2  # 16-bit activations
+    sec = {c: float(nccl.collective_seconds(c, nbytes, t, 1, topo))
+           for c in overlap.COLLECTIVES}  # fmt: skip
     out = []
     for m in P.KORTHIKANTI_TABLE4:
         lt = layer_time(layer, b, cfg["gpu"], t=t, sp=m.sp, recompute=m.recompute, flash=False)
         fwd = {p.name: p.seconds for p in lt.parts if p.phase == "forward" and p.kind == "gemm"}
         col = (fwd["QKV projection"], fwd["MLP up"])
         row = (fwd["attention output projection"], fwd["MLP down"])
-        tp_f, tp_b, _, _ = comm.tp_exposed(sec, col, row, t, m.sp, "megatron")
+        tp_f, tp_b, _, _ = overlap.tp_layer(sec, col, row, t, m.sp, "megatron", m.sp)
         again = 2 if m.recompute == "full" else 1
         out.append(LayerRow(m, lt.seconds("forward") * 1e3,
                             (lt.seconds("backward") + lt.seconds("recompute")) * 1e3,

@@ -23,6 +23,7 @@ from dataclasses import dataclass
 
 from .. import checks, nccl
 from .. import hardware as H
+from .. import machine as MA
 from .. import memory as MEM
 from .. import transformer as TF
 
@@ -215,14 +216,20 @@ class Cluster:
     def generation(self) -> str:
         return GENERATION[self.gpu]
 
-    def topo(self, nodes: int) -> nccl.Topology:
-        """The NCCL topology of ``nodes`` of these servers."""
+    @functools.cached_property
+    def machine(self) -> MA.Machine:
+        """The cluster as a :class:`scaleout.machine.Machine`: its GPU row (with the
+        overrides), the preset server with the NIC overrides, and its servers."""
         over = {}
         if self.nics_per_node is not None:
             over["nics_per_node"] = self.nics_per_node
         if self.nic_gbps is not None:
             over["nic_gbps"] = float(self.nic_gbps)
-        return nccl.topology(self.topology, nodes=nodes, **over)
+        return MA.preset(self.topology, servers=self.nodes, gpu=self.gpu_row, **over)
+
+    def topo(self, nodes: int) -> nccl.Topology:
+        """The NCCL topology of ``nodes`` of these servers."""
+        return self.machine.topo(nodes)
 
 
 def a100_cluster(gpus: int) -> Cluster:
