@@ -483,7 +483,7 @@ def test_records_are_validated_and_read_only():
         (dict(stage=s.stage[:-1]), "phase must be an array of 7 strings"),
         (dict(start=s.start[:-1]), "start must be an array of 8 elements"),
         (dict(phase=[1] * 8), "phase must be an array of 8 strings"),
-        (dict(phase=np.array(["X"] * 8)), "phase must be 'F', 'B' or 'W' for every operation"),
+        (dict(phase=np.array(["X"] * 8)), r"phase must be 'F', 'B' or 'W' \(or 'BW', a full"),
         (dict(end=s.start - 1), "end must be >= start"),
         (dict(chunk=s.chunk + 1), "chunk must be integer values in"),
         (dict(start=s.start * np.nan), "start must be finite real values"),

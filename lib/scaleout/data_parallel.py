@@ -49,6 +49,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from . import checks, collectives, costmodel, nccl
+from . import machine as M
 
 #: Bytes in one MiB, DDP's "MB" (torch/nn/parallel/distributed.py, ``_MB_TO_BYTES``).
 MIB = 2**20
@@ -633,19 +634,16 @@ def _allreduce_seconds(p: int, alpha_s, beta_s_per_byte, gamma_s_per_byte, netwo
 
 def dp_network(world_size: int, gpus_per_server: int = 1, machine="dgx-h100", **overrides):
     """The data-parallel group of ``world_size`` GPUs, ``gpus_per_server`` of them on each
-    server of ``machine`` (a preset name of :data:`scaleout.nccl.topo.PRESETS` or an
-    :class:`scaleout.nccl.topo.Topology`; ``overrides`` change its fields, e.g. ``nic_gbps=100``),
+    server of ``machine`` (a preset name of :data:`scaleout.nccl.topo.PRESETS`, an
+    :class:`scaleout.nccl.topo.Topology` or a :class:`scaleout.machine.Machine`: read by
+    :func:`scaleout.machine.as_topology`; ``overrides`` change its fields, e.g. ``nic_gbps=100``),
     as NCCL sees it (:meth:`scaleout.nccl.topo.Topology.group`: the group keeps the NICs of its
     GPUs). ``gpus_per_server=1``: one GPU per server, e.g. tensor rank i of every replica
     when t fills the servers (chapter 2's data-parallel groups inside 3D parallelism, each
     on its own NIC); ``gpus_per_server=8``: replicas filling DGX servers. Fewer GPUs than a
     server holds sit on one server."""
     p = checks.integer("world_size", world_size, 1, MAX_RANKS)
-    if isinstance(machine, str):
-        base = nccl.PRESETS[checks.choice("machine", machine, tuple(nccl.PRESETS))]
-    else:
-        base = checks.instance("machine", machine, nccl.Topology,
-                               "an nccl.Topology or a preset name")  # fmt: skip
+    base = M.as_topology(machine)
     base = base.with_(**overrides) if overrides else base
     g = checks.integer("gpus_per_server", gpus_per_server, 1, base.gpus_per_node)
     if p <= g:

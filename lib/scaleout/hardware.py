@@ -23,6 +23,7 @@ import sys
 from dataclasses import dataclass
 
 from . import checks
+from . import data as _data
 
 BITS_PER_BYTE = 8
 KINDS = ("pcie", "nvlink", "nic")
@@ -724,45 +725,50 @@ _MLE = (
     "training/performance/README.md at commit 744d01e"
 )
 
-#: Every GPU row, by name (read one with :func:`gpu`).
-GPUS: dict[str, GPU] = {
-    g.name: g
-    for g in (
-        GPU("V100-32GB", "Volta", 2018, "SXM", 15.7, None, None, 125.0, None, 32.0, 0.9, 80,
-            6.0, 2, 6, 300.0, _V100_DOC, ("nvlink_links",),
-            "fp16 is the Tensor Core peak; no bf16, tf32 or fp8. The NVLink 2 row is "
-            "marked secondary in NVLINK_GENERATIONS."),
-        GPU("A100-40GB", "Ampere", 2020, "SXM", 19.5, 156.0, 312.0, 312.0, None, 40.0, 1.555,
-            108, 40.0, 3, 12, 400.0, _A100_DOC.format(gb=40, mem="40 GB HBM2", bw="1,555")),
-        GPU("A100-80GB", "Ampere", 2020, "SXM", 19.5, 156.0, 312.0, 312.0, None, 80.0, 2.039,
-            108, 40.0, 3, 12, 400.0, _A100_DOC.format(gb=80, mem="80 GB HBM2e", bw="2,039")),
-        GPU("H100-SXM", "Hopper", 2022, "SXM", 67.0, 494.5, 989.5, 989.5, 1979.0, 80.0, 3.35,
-            132, 50.0, 4, 18, 700.0,
-            _H100_DOC.format(ff="SXM", fp32=67, tf32=989, bf16="1,979", fp8="3,958", bw=3.35,
-                             nv=900, sms=132), note=_SPARSE),
-        GPU("H100-PCIe", "Hopper", 2022, "PCIe", 51.0, 378.0, 756.5, 756.5, 1513.0, 80.0, 2.0,
-            114, 50.0, 4, 12, 350.0,
-            _H100_DOC.format(ff="PCIe", fp32=51, tf32=756, bf16="1,513", fp8="3,026", bw=2.0,
-                             nv=600, sms=114), ("nvlink_links",),
-            _SPARSE + ". NVLink 600 GB/s through the NVLink bridge: 12 NVLink 4 links "
-            "(600 / 50 GB/s per link) is derived, not quoted."),
-        GPU("H200", "Hopper", 2024, "SXM", 67.0, 494.5, 989.5, 989.5, 1979.0, 141.0, 4.8,
-            132, 50.0, 4, 18, 700.0, _H200_DOC, ("sms", "l2_mb"),
-            _SPARSE + ". The datasheet gives no SM count or L2; 132 SMs and 50 MiB L2 are the "
-            f"H100 SXM's, as the cache table of the {_MLE} lists for H200 SXM."),
-        GPU("B200", "Blackwell", 2024, "SXM", 75.0, 1125.0, 2250.0, 2250.0, 4500.0, 180.0, 8.0,
-            148, None, 5, 18, 1000.0, _B200_DOC, ("sms",),
-            _SPARSE + "; per-GPU values are the 8-GPU totals / 8. No datasheet gives the SM "
-            f"count: 148 is a measured multi_processor_count quoted in the {_MLE}. L2 is not "
-            "disclosed (Blackwell tuning guide)."),
-        GPU("GB200", "Blackwell", 2024, "superchip", 80.0, 1250.0, 2500.0, 2500.0, 5000.0,
-            186.0, 8.0, 148, None, 5, 18, 1200.0, _GB200_DOC, ("fp32_tflops", "sms", "tdp_w"),
-            _SPARSE + "; per-GPU values are the 72-GPU totals / 72 (two GPUs per superchip). "
-            f"FP32 80 TFLOPS is from the TFLOPS table of the {_MLE}; the SM count is assumed "
-            "equal to the B200's (same silicon, not published); 1,200 W is from secondary "
-            "reports of the GB200 configuration."),
-    )
+#: The text of each GPU row (architecture, form factor, source text, fields not confirmed in a
+#: primary document, note); its numbers are in ``lib/scaleout/data/gpus.csv``, one a row with
+#: its references.bib key (:func:`scaleout.data.gpu_fields`).
+_GPU_TEXT = {
+    "V100-32GB": ("Volta", "SXM", _V100_DOC, ("nvlink_links",),
+                  "fp16 is the Tensor Core peak; no bf16, tf32 or fp8. The NVLink 2 row is "
+                  "marked secondary in NVLINK_GENERATIONS."),
+    "A100-40GB": ("Ampere", "SXM", _A100_DOC.format(gb=40, mem="40 GB HBM2", bw="1,555"), (), ""),
+    "A100-80GB": ("Ampere", "SXM", _A100_DOC.format(gb=80, mem="80 GB HBM2e", bw="2,039"), (),
+                  ""),
+    "H100-SXM": ("Hopper", "SXM",
+                 _H100_DOC.format(ff="SXM", fp32=67, tf32=989, bf16="1,979", fp8="3,958",
+                                  bw=3.35, nv=900, sms=132), (), _SPARSE),
+    "H100-PCIe": ("Hopper", "PCIe",
+                  _H100_DOC.format(ff="PCIe", fp32=51, tf32=756, bf16="1,513", fp8="3,026",
+                                   bw=2.0, nv=600, sms=114), ("nvlink_links",),
+                  _SPARSE + ". NVLink 600 GB/s through the NVLink bridge: 12 NVLink 4 links "
+                  "(600 / 50 GB/s per link) is derived, not quoted."),
+    "H200": ("Hopper", "SXM", _H200_DOC, ("sms", "l2_mb"),
+             _SPARSE + ". The datasheet gives no SM count or L2; 132 SMs and 50 MiB L2 are the "
+             f"H100 SXM's, as the cache table of the {_MLE} lists for H200 SXM."),
+    "B200": ("Blackwell", "SXM", _B200_DOC, ("sms",),
+             _SPARSE + "; per-GPU values are the 8-GPU totals / 8. No datasheet gives the SM "
+             f"count: 148 is a measured multi_processor_count quoted in the {_MLE}. L2 is not "
+             "disclosed (Blackwell tuning guide)."),
+    "GB200": ("Blackwell", "superchip", _GB200_DOC, ("fp32_tflops", "sms", "tdp_w"),
+              _SPARSE + "; per-GPU values are the 72-GPU totals / 72 (two GPUs per superchip). "
+              f"FP32 80 TFLOPS is from the TFLOPS table of the {_MLE}; the SM count is assumed "
+              "equal to the B200's (same silicon, not published); 1,200 W is from secondary "
+              "reports of the GB200 configuration."),
 }  # fmt: skip
+_OPTIONAL = ("tf32_tflops", "bf16_tflops", "fp16_tflops", "fp8_tflops", "l2_mb",
+             "nvlink_generation")  # fmt: skip
+
+
+def _gpu_row(name: str) -> GPU:
+    architecture, form_factor, source, secondary, note = _GPU_TEXT[name]
+    fields = {key: None for key in _OPTIONAL} | _data.gpu_fields(name)
+    return GPU(name=name, architecture=architecture, form_factor=form_factor, source=source,
+               secondary=secondary, note=note, **fields)  # fmt: skip
+
+
+#: Every GPU row, by name (read one with :func:`gpu`).
+GPUS: dict[str, GPU] = {name: _gpu_row(name) for name in _GPU_TEXT}
 
 
 def gpu(name) -> GPU:
@@ -772,3 +778,9 @@ def gpu(name) -> GPU:
     if isinstance(name, GPU):
         return name
     return GPUS[checks.choice("name", name, tuple(GPUS))]
+
+
+#: The H100 SXM's dense BF16 peak in FLOP/s, from its row of ``GPUS`` (NVIDIA's H100 datasheet
+#: quotes 1,979 TFLOPS *with sparsity*; dense matrices run at half of that): the default peak
+#: of the tensor-parallel, expert-parallel and context-parallel cost models.
+H100_SXM_BF16_DENSE_FLOPS = GPUS["H100-SXM"].bf16_tflops * 1e12

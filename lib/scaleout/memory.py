@@ -48,7 +48,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from . import checks, hardware
+from . import checks, hardware, transformer
 
 #: GPU memory in bytes assumed when none is named (an H100 SXM's 80 GB, from hardware).
 DEFAULT_GPU_BYTES = hardware.gpu("H100-SXM").memory_gb * 1e9
@@ -390,23 +390,10 @@ def activation_bytes_per_layer(
     of the 5 a s / (h t) term. Korthikanti et al.'s (and Narayanan et al.'s) published runs
     stored the matrices (the default here); current stacks use FlashAttention.
     """
-    s, b = _counts("seq", seq), _counts("batch", batch)
-    h, a = _counts("hidden", hidden), _counts("heads", heads)
-    t = _counts("tp", tp)
-    checks.choice("recompute", recompute, RECOMPUTE)
-    sp = checks.boolean("sequence_parallel", sequence_parallel)
-    flash = checks.boolean("flash_attention", flash_attention)
-    sbh = s * b * h
-    if recompute == "full":
-        return _out("activation bytes", 2.0 * sbh + 0.0 * t * a)
-    linear = 34.0 / t if sp else 10.0 + 24.0 / t
-    if recompute == "selective":
-        attention = 0.0 * a
-    elif flash:
-        attention = 4.0 * a / (h * t)
-    else:
-        attention = 5.0 * a * s / (h * t)
-    return _out("activation bytes", sbh * (linear + attention))
+    _counts("seq", seq), _counts("batch", batch)  # integer counts here
+    _counts("hidden", hidden), _counts("heads", heads), _counts("tp", tp)
+    return transformer.activation_bytes(seq, batch, hidden, heads, recompute, tp,
+                                        sequence_parallel, flash_attention)  # fmt: skip
 
 
 @_QUIET
@@ -436,9 +423,7 @@ def activation_bytes(layers, seq, batch, hidden, heads, recompute="none", tp=1,
 def transformer_params(layers, hidden, seq=2048, vocab=51200):
     """Parameters of a GPT model, 12 l h^2 (1 + 13/(12 h) + (V + s)/(12 l h)) (Narayanan et
     al. 2021, Section 5.1). Vectorised."""
-    nl, h = _counts("layers", layers), _counts("hidden", hidden)
-    s, v = _counts("seq", seq), _counts("vocab", vocab)
-    return _out("params", 12 * nl * h**2 * (1 + 13 / (12 * h) + (v + s) / (12 * nl * h)))
+    return transformer.gpt_params(layers, hidden, seq, vocab)
 
 
 @dataclass(frozen=True)
@@ -458,21 +443,23 @@ class Transformer:
             checks.integer(key, getattr(self, key), 1, 2**31)
 
     @property
+    def shape(self) -> transformer.Transformer:
+        """This GPT as a :class:`scaleout.transformer.Transformer` (the library's one model
+        shape), when its sizes are within that record's limits."""
+        return transformer.Transformer(self.layers, self.hidden, self.heads, seq=self.seq,
+                                       vocab=self.vocab, name=self.name)  # fmt: skip
+
+    @property
     def params(self) -> float:
         """The parameter count, from :func:`transformer_params`."""
         return transformer_params(self.layers, self.hidden, self.seq, self.vocab)
 
 
+#: Narayanan et al. 2021, Table 1, from :data:`scaleout.transformer.NARAYANAN_TABLE1`.
 TRANSFORMERS = {
-    m.name: m
-    for m in (
-        Transformer("1.7B", 24, 2304, 24), Transformer("3.6B", 30, 3072, 32),
-        Transformer("7.5B", 36, 4096, 32), Transformer("18.4B", 40, 6144, 48),
-        Transformer("39.1B", 48, 8192, 64), Transformer("76.1B", 60, 10240, 80),
-        Transformer("145.6B", 80, 12288, 96), Transformer("310.1B", 96, 16384, 128),
-        Transformer("529.6B", 105, 20480, 128), Transformer("1T", 128, 25600, 160),
-    )
-}  # fmt: skip
+    name: Transformer(m.name, m.layers, m.hidden, m.heads, m.seq, m.vocab)
+    for name, m in transformer.NARAYANAN_TABLE1.items()
+}
 
 
 def gpus_to_hold(total_bytes, gpu_bytes=DEFAULT_GPU_BYTES, usable_fraction=1.0):

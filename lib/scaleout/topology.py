@@ -51,7 +51,7 @@ from dataclasses import dataclass
 from typing import NamedTuple
 
 from . import checks, hardware, nccl, trees
-from .tensor_parallel import network as _network
+from . import machine as M
 
 LINK_KINDS = ("nvlink-out", "nvlink-in", "nic-out", "nic-in", "leaf-up", "leaf-down")
 TIERS = ("local", "nvlink", "leaf", "spine")
@@ -797,10 +797,10 @@ def nccl_machine(gpus_per_server: int, nvlink_generation: int, nic_gbit_per_s: f
     """The :class:`scaleout.nccl.topo.Topology` of one server of ``gpus_per_server`` GPUs of
     NVLink ``nvlink_generation`` (2-5: V100 to B200; NCCL's model has no P100), one NIC of
     ``nic_gbit_per_s`` per GPU, as :func:`scaleout.tensor_parallel.network.machine` reduces
-    a server to what NCCL reads."""
+    a server to what NCCL reads (:func:`scaleout.machine.from_links`)."""
     gen = hardware.nvlink_generation(checks.integer("nvlink_generation", nvlink_generation, 2, 5))
     nic = checks.real("nic_gbit_per_s", nic_gbit_per_s, 0.0, 3200.0, low_open=True)
-    return _network.machine(gpus_per_server, gen.preset, "nic-400g").with_(nic_gbps=nic)
+    return M.from_links(gpus_per_server, gen.preset, "nic-400g").topology.with_(nic_gbps=nic)
 
 
 def nccl_allreduce_scenarios(servers: int, machine, nbytes: float = 1e9) -> dict:
@@ -820,11 +820,7 @@ def nccl_allreduce_scenarios(servers: int, machine, nbytes: float = 1e9) -> dict
     protocols and latencies, and its choice of algorithm; like it, they assume a
     non-blocking fabric (no spine oversubscription, no other jobs)."""
     s = checks.integer("servers", servers, 1, MAX_GPUS)
-    if isinstance(machine, str):
-        base = nccl.PRESETS[checks.choice("machine", machine, tuple(nccl.PRESETS))]
-    else:
-        base = checks.instance("machine", machine, nccl.Topology,
-                               "an nccl.Topology or a preset name")  # fmt: skip
+    base = M.as_topology(machine)
     if base.gpus_per_node * s > MAX_GPUS:
         raise checks.fail("servers * gpus_per_node", f"at most {MAX_GPUS} GPUs",
                           base.gpus_per_node * s)  # fmt: skip

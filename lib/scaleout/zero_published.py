@@ -97,8 +97,7 @@ def eq3_flops(run: Zero3Run, sequences) -> float:
     96 B s l h^2 (1 + s / (6 h) + V / (16 l h))."""
     checks.instance("run", run, Zero3Run)
     b = checks.positive("sequences", sequences, high=2.0**24)
-    s, n, h, v = run.seq, run.layers, run.hidden, run.vocab
-    return float(96.0 * b * s * n * h**2 * (1 + s / (6 * h) + v / (16 * n * h)))
+    return float(run.model.shape.step_flops(b, "full"))  # scaleout.transformer's count
 
 
 @dataclass(frozen=True)

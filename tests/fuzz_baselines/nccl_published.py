@@ -17,5 +17,4 @@ BASELINES = {
     ),
     "rows": call(),
     "alltoall_rows": call(),
-    "spearman": call([1.0, 2.0, 3.0], [1.0, 3.0, 2.0]),
 }

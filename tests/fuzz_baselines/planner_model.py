@@ -1,5 +1,7 @@
 from fuzz import call
 
+from scaleout import transformer
+
 BASELINES = {
     "Model": call("tiny", 4, 64, 4, seq=32, vocab=128, kv_heads=2, ffn=96, swiglu=True),
     "Cluster": call(
@@ -16,5 +18,6 @@ BASELINES = {
     "a100_cluster": call(64),
     "h100_cluster": call(64),
     "model_from_table": call("1.7B"),
+    "from_transformer": call(transformer.MODELS["Llama 3 8B"], "llama"),
     "training_days": call(450e9, 1e12, 3072, 163e12),
 }

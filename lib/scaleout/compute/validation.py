@@ -19,8 +19,10 @@ own: Korthikanti et al.'s Table 4 (``KORTHIKANTI_TABLE4``, nothing fitted to the
 layer's forward and backward time with and without sequence parallelism and selective or
 full recomputation (:func:`layer_rows`, :func:`layer_summary`). Their times include the
 tensor-parallel collectives on the node's NVLink, which the layer model leaves out, so the
-comparison adds them as chapter 15's planner does (:func:`scaleout.planner.comm.tp_seconds`
-and :func:`~scaleout.planner.comm.tp_exposed`): priced with NCCL's model on a DGX A100,
+comparison adds them as chapter 15's planner does (NCCL's collective times,
+:func:`scaleout.nccl.collective_seconds`, and the overlap rules of
+:func:`scaleout.overlap.tp_layer`, which the planner's ``tp_exposed`` follows): priced with
+NCCL's model on a DGX A100 (:func:`scaleout.machine.preset`),
 forward collectives on the critical path, backward ones beside the weight- and
 input-gradient GEMMs as Megatron-LM runs them ("megatron" overlap; the paper: "we overlap
 all-reduce communication with the linear weight's gradient computation"), and a full
@@ -33,7 +35,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from .. import checks
+from .. import checks, machine, nccl, overlap
+from ..stats import ranks, spearman  # noqa: F401  (re-exported: chapters import them here)
 from . import published as P
 from .gemm import CEILING_ROWS, gemm_time
 from .layer import Layer, layer_time
@@ -96,29 +99,6 @@ def rows() -> tuple[Row, ...]:
     held = [_row(P.mamf(acc, dtype), gpu, "held-out") for acc, dtype, gpu in HELD_OUT]
     sweep = [_row(m, "H100-SXM", "sweep") for m in P.SWIGLU_SWEEP]
     return tuple(fit + held + sweep)
-
-
-def ranks(x) -> np.ndarray:
-    """Ranks 1..n of ``x``, ties given their average rank (for Spearman's correlation)."""
-    x = checks.array("x", x, ndim=1, max_size=10**6)
-    order = np.argsort(x, kind="stable")
-    r = np.empty(x.size)
-    r[order] = np.arange(1, x.size + 1)
-    for value in np.unique(x):
-        tie = x == value
-        r[tie] = r[tie].mean()
-    return r
-
-
-def spearman(x, y) -> float:
-    """Spearman's rank correlation of two equally long 1-D arrays (NaN if one is constant)."""
-    x = checks.array("x", x, ndim=1, max_size=10**6)
-    y = checks.array("y", y, ndim=1, max_size=10**6)
-    if x.size != y.size or x.size < 2:
-        raise checks.fail("y", f"an array of {x.size} values (as many as x, at least 2)", y.size)
-    rx, ry = ranks(x) - (x.size + 1) / 2, ranks(y) - (y.size + 1) / 2
-    denom = np.sqrt((rx * rx).sum() * (ry * ry).sum())
-    return float("nan") if denom == 0 else float((rx * ry).sum() / denom)
 
 
 @dataclass(frozen=True)
@@ -192,21 +172,20 @@ class LayerRow:
 
 def layer_rows() -> tuple[LayerRow, ...]:
     """Korthikanti et al.'s Table 4, each row with the model's forward and backward time."""
-    from ..planner import comm
-    from ..planner.model import a100_cluster
-
     cfg = P.KORTHIKANTI_LAYER
     layer = Layer(cfg["hidden"], cfg["heads"], cfg["seq"])
     b, t = cfg["b"], cfg["t"]
-    cluster = a100_cluster(t)
-    sec = comm.tp_seconds(cluster, b, layer.seq, layer.hidden, t)
+    topo = machine.preset("dgx-a100").topology  # one DGX A100 holds the t = 8 group
+    nbytes = float(b) * layer.seq * layer.hidden * 2  # 16-bit activations
+    sec = {c: float(nccl.collective_seconds(c, nbytes, t, 1, topo))
+           for c in overlap.COLLECTIVES}  # fmt: skip
     out = []
     for m in P.KORTHIKANTI_TABLE4:
         lt = layer_time(layer, b, cfg["gpu"], t=t, sp=m.sp, recompute=m.recompute, flash=False)
         fwd = {p.name: p.seconds for p in lt.parts if p.phase == "forward" and p.kind == "gemm"}
         col = (fwd["QKV projection"], fwd["MLP up"])
         row = (fwd["attention output projection"], fwd["MLP down"])
-        tp_f, tp_b, _, _ = comm.tp_exposed(sec, col, row, t, m.sp, "megatron")
+        tp_f, tp_b, _, _ = overlap.tp_layer(sec, col, row, t, m.sp, "megatron", m.sp)
         again = 2 if m.recompute == "full" else 1
         out.append(LayerRow(m, lt.seconds("forward") * 1e3,
                             (lt.seconds("backward") + lt.seconds("recompute")) * 1e3,

@@ -55,8 +55,8 @@ from dataclasses import dataclass
 import numpy as np
 
 from .. import checks, compute
-from .. import planner as PL
-from ..tensor_parallel import H100_SXM_BF16_DENSE_FLOPS
+from .. import transformer as TF
+from ..hardware import H100_SXM_BF16_DENSE_FLOPS
 from .network import cluster, transfer_seconds
 from .ring import LAYOUTS, MAX_CP, MAX_SEQ, ring_work
 
@@ -127,17 +127,20 @@ class AttentionShape:
             raise checks.fail("kv_heads", f"a divisor of heads ({self.heads})", self.kv_heads)
 
 
-#: Llama 3 8B, 70B and 405B, from Dubey et al., "The Llama 3 Herd of Models" (arXiv
-#: 2407.21783), Table 3 (layers, model dimension, FFN dimension, attention heads, key/value
-#: heads); the head dimension is the model dimension over the heads, 128.
+def _from_registry(key: str, name: str) -> AttentionShape:
+    m = TF.MODELS[name]
+    return AttentionShape(key, m.heads, m.g, m.head_dim, m.hidden, m.f, m.layers)
+
+
+#: Llama 3 8B, 70B and 405B from :data:`scaleout.transformer.MODELS` (Dubey et al., "The
+#: Llama 3 Herd of Models", arXiv 2407.21783, Table 3: layers, model dimension, FFN
+#: dimension, attention heads, key/value heads); the head dimension is the model dimension
+#: over the heads, 128.
 MODELS: dict[str, AttentionShape] = {
-    m.name: m
-    for m in (
-        AttentionShape("llama3-8b", 32, 8, 128, 4096, 14336, 32),
-        AttentionShape("llama3-70b", 64, 8, 128, 8192, 28672, 80),
-        AttentionShape("llama3-405b", 128, 8, 128, 16384, 53248, 126),
-    )
-}
+    key: _from_registry(key, name)
+    for key, name in (("llama3-8b", "Llama 3 8B"), ("llama3-70b", "Llama 3 70B"),
+                      ("llama3-405b", "Llama 3 405B"))
+}  # fmt: skip
 
 
 def model(name) -> AttentionShape:
@@ -387,20 +390,12 @@ def layer_gemm_seconds(tokens, m="llama3-8b", tp=1, batch=1, gpu="H100-SXM") -> 
     return float(timing.seconds(kind="gemm"))
 
 
-def _planner_model(m: AttentionShape) -> PL.Model:
-    """The model as chapter 15 describes it (rotary positions, untied embeddings; the
-    vocabulary, Llama 3's 128,000 of Table 3, does not enter the activations)."""
-    return PL.Model(m.name, m.layers, m.hidden, m.heads, seq=1, vocab=128000,
-                    kv_heads=m.kv_heads, ffn=m.ffn, swiglu=True, tied_embeddings=False,
-                    positions=False)  # fmt: skip
-
-
 def activation_bytes_per_rank(seq, cp, m="llama3-8b", batch=1, tp=1, flash_attention=True):
     """Activation bytes one layer keeps per rank for the backward pass, with the sequence
     split over ``cp`` ranks (and ``tp``-way tensor parallelism with sequence parallelism).
 
-    Everything but the attention core is chapter 15's count,
-    :func:`scaleout.planner.step.activation_bytes` with selective recomputation (Korthikanti et
+    Everything but the attention core is the library's count,
+    :func:`scaleout.transformer.activation_bytes` with selective recomputation (Korthikanti et
     al. 2022, Table 2, term by term for grouped-query attention and a SwiGLU MLP), on the
     rank's s/cp tokens: linear in them, so it is taken per token and multiplied. It keeps
     Table 2's two 1-byte dropout masks per token and hidden unit, which Llama, trained
@@ -418,6 +413,9 @@ def activation_bytes_per_rank(seq, cp, m="llama3-8b", batch=1, tp=1, flash_atten
     tp = checks.integer("tp", tp, 1, 1024)
     flash = checks.boolean("flash_attention", flash_attention)
     local = seq // cp
-    per_token = PL.activation_bytes(_planner_model(m), batch, tp, "selective", True, flash)
+    # one token (s = 1) of the rank's s/cp: rotary positions, untied embeddings; the
+    # vocabulary does not enter the activations
+    per_token = TF.activation_bytes(1, batch, m.hidden, m.heads, "selective", tp, True, flash,
+                                    m.kv_heads, m.ffn, swiglu=True)  # fmt: skip
     core = 4.0 * m.heads * local * batch / tp if flash else 5.0 * m.heads * local * seq * batch / tp
     return float(checks.finite_result("activation bytes", float(per_token) * local + core))

@@ -30,6 +30,7 @@ from __future__ import annotations
 import numpy as np
 
 from .. import checks, nccl
+from .. import machine as M
 from ..nccl import p2p
 from ..nccl.topo import Topology
 from .ring import MAX_CP
@@ -51,10 +52,9 @@ NETWORKS: dict[str, Topology] = {
 def cluster(name) -> Topology:
     """An NCCL :class:`~scaleout.nccl.topo.Topology` given itself or by name: a key of
     :data:`~scaleout.context_parallel.network.NETWORKS` or any preset of
-    :func:`scaleout.nccl.topo.topology`."""
-    if isinstance(name, Topology):
-        return name
-    return nccl.topology(checks.choice("net", name, tuple(nccl.PRESETS)))
+    :func:`scaleout.nccl.topo.topology`, or a :class:`scaleout.machine.Machine`
+    (:func:`scaleout.machine.as_topology`)."""
+    return M.as_topology(name, name="net")
 
 
 def ranks_per_node(cp, net="dgx-h100", stride=1) -> int:

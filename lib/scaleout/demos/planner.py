@@ -11,9 +11,9 @@ or, from a notebook or a test, the same worker on forked CPU processes::
     from scaleout.demos.planner import train_3d
     run(train_3d, 8)          # one dict per rank: losses and errors against one process
 
-The process groups come from one rank grid, ``torch.arange(8).view(dp, pp, tp)`` (as in
-picotron's ``process_group_manager.py``): a rank's tensor group is its row along the last
-axis, its pipeline group along the middle one, its data group along the first. The model
+The process groups come from one rank layout, :class:`scaleout.mesh.Mesh` in Megatron-Core's
+order (``megatron/core/parallel_state.py``: tensor ranks adjacent, then data, then
+pipeline; rank = t + T (d + D p)), the layout the planner prices. The model
 is a stack of ``pp`` residual MLP blocks (the MLP half of a transformer layer), one per
 pipeline stage; each block is split over the tensor group as in Megatron (Shoeybi et al.
 2019, Sec. 3: first weight by columns, second by rows, operators f and g); micro-batches
@@ -32,6 +32,7 @@ import torch.distributed as dist
 import torch.nn.functional as F
 
 from scaleout.demos.common import BACKENDS, default_device, init_from_env
+from scaleout.mesh import Mesh
 
 TOLERANCE = 1e-10
 
@@ -63,17 +64,15 @@ def train_3d(rank, world_size, dp=2, pp=2, tp=2, batch=8, hidden=8, steps=3, lr=
                 w -= lr * w.grad
                 w.grad = None
 
-    # The mesh: every rank creates every group, in the same order.
-    grid = torch.arange(world_size).view(dp, pp, tp)
-    i, j, k = (int(c) for c in (grid == rank).nonzero()[0])  # my dp, pp, tp coordinates
+    # The mesh: Megatron-Core's rank order (tensor ranks adjacent, then data, then pipeline),
+    # the one the planner prices. Every rank creates every group, in the same order.
+    mesh = Mesh(tp=tp, dp=dp, pp=pp)
+    assert mesh.size == world_size
+    me = mesh.coords(rank)
+    i, j, k = me["dp"], me["pp"], me["tp"]  # my dp, pp, tp coordinates
     groups = {}
-    for name, lines in (
-        ("tp", [grid[a, b, :] for a in range(dp) for b in range(pp)]),
-        ("pp", [grid[a, :, c] for a in range(dp) for c in range(tp)]),
-        ("dp", [grid[:, b, c] for b in range(pp) for c in range(tp)]),
-    ):
-        for line in lines:
-            ranks = line.tolist()
+    for name in ("tp", "pp", "dp"):
+        for ranks in mesh.groups(name):
             group = dist.new_group(ranks)
             if rank in ranks:
                 groups[name] = (group, ranks)
@@ -108,8 +107,8 @@ def train_3d(rank, world_size, dp=2, pp=2, tp=2, batch=8, hidden=8, steps=3, lr=
     my_w2 = w2[j][cols, :].clone().requires_grad_()  # (2h/t, h): row split
     rows = slice(i * batch // dp, (i + 1) * batch // dp)  # my data shard
     micro = (batch // dp) // 2  # two micro-batches per step
-    prev = None if j == 0 else int(grid[i, j - 1, k])
-    nxt = None if j == pp - 1 else int(grid[i, j + 1, k])
+    prev = None if j == 0 else mesh.rank(dp=i, pp=j - 1, tp=k)
+    nxt = None if j == pp - 1 else mesh.rank(dp=i, pp=j + 1, tp=k)
 
     losses = []
     for _ in range(steps):

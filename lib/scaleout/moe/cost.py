@@ -52,7 +52,7 @@ import numpy as np
 
 from .. import checks
 from .. import hardware as H
-from ..tensor_parallel.traffic import H100_SXM_BF16_DENSE_FLOPS
+from ..hardware import H100_SXM_BF16_DENSE_FLOPS
 from .dispatch import MAX_EP, MAX_TOKEN_BYTES, DispatchPlan
 from .routing import Routing
 
@@ -87,18 +87,20 @@ class Network:
 
 
 def nccl_network(topo) -> Network:
-    """The :class:`~scaleout.moe.Network` of an ``scaleout.nccl`` topology (chapter 10), as
+    """The :class:`~scaleout.moe.Network` of an ``scaleout.nccl`` topology (chapter 10; or of a
+    :class:`scaleout.machine.Machine`), as
     that package's p2p model prices all-to-all: NVLink at what NCCL's ring search grants
     one GPU inside a node (``nccl.p2p.nvlink_gb_per_s``, e.g. 360 GB/s on an H100), the
     network at ``min(PCIe, NIC)`` per NIC shared by the node's GPUs
     (``nccl.p2p.network_gb_per_s``); latencies of the Simple protocol, NCCL's base plus
     NVLink hop, the network hop on top, and the proxy's post overhead per remote peer
     (``getNetOverhead``), all from the pinned release's ``tuning.cc``."""
+    from ..machine import Machine
     from ..nccl import constants as NC
     from ..nccl import p2p
     from ..nccl.topo import check_topology
 
-    topo = check_topology("topo", topo)
+    topo = check_topology("topo", topo.topology if isinstance(topo, Machine) else topo)
     if topo.nics_per_node == 0:
         raise checks.fail("topo", "a topology with NICs", topo.name)
     base = NC.BASE_LAT[NC.RING, NC.SIMPLE] + NC.HW_LAT[NC.HW_NVLINK, NC.RING, NC.SIMPLE]

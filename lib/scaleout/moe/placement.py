@@ -33,6 +33,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from .. import checks
+from .. import mesh as _layout
 from .routing import MAX_EXPERTS
 
 #: Most ranks a mesh may have (the book's 65,536-rank case).
@@ -63,27 +64,24 @@ class Mesh:
     def grid(self) -> np.ndarray:
         return np.arange(self.world).reshape(self.expert_dp, self.ep, self.tp)
 
+    @property
+    def layout(self) -> _layout.Mesh:
+        """The same ranks as a :class:`scaleout.mesh.Mesh` (Megatron's order; the expert
+        mesh's ``edp`` is ``expert_dp``, the dense ``dp`` is ``ep x expert_dp``)."""
+        return _layout.Mesh(tp=self.tp, ep=self.ep, dp=self.ep * self.expert_dp)
+
     def groups(self, kind: str) -> list[list[int]]:
         """Every group of ``kind`` (``"tp"``, ``"ep"``, ``"expert_dp"``, ``"dp"``), each a
-        sorted list of ranks."""
+        sorted list of ranks (from :class:`scaleout.mesh.Mesh`)."""
         kind = checks.choice("kind", kind, ("tp", "ep", "expert_dp", "dp"))
-        g = self.grid
-        if kind == "tp":
-            rows = g.reshape(-1, self.tp)
-        elif kind == "ep":
-            rows = g.transpose(0, 2, 1).reshape(-1, self.ep)
-        elif kind == "expert_dp":
-            rows = g.transpose(1, 2, 0).reshape(-1, self.expert_dp)
-        else:
-            rows = g.transpose(2, 0, 1).reshape(self.tp, -1)
-        return sorted(sorted(int(r) for r in row) for row in rows)
+        axis = "edp" if kind == "expert_dp" else kind
+        return sorted(sorted(g) for g in self.layout.groups(axis))
 
     def coords(self, rank: int) -> dict:
         """``{"expert_dp": d, "ep": e, "tp": t}`` of ``rank``."""
         rank = checks.integer("rank", rank, 0, self.world - 1)
-        d, rest = divmod(rank, self.ep * self.tp)
-        e, t = divmod(rest, self.tp)
-        return {"expert_dp": d, "ep": e, "tp": t}
+        c = self.layout.coords(rank)
+        return {"expert_dp": c["edp"], "ep": c["ep"], "tp": c["tp"]}
 
 
 def mesh(world, ep, tp=1) -> Mesh:

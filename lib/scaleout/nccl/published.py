@@ -21,9 +21,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-import numpy as np
-
 from .. import checks
+from ..stats import spearman  # noqa: F401  (re-exported: chapters import it here)
 from .model import ALGORITHMS, ALL_COLLECTIVES, predict
 from .topo import Topology, topology
 
@@ -212,26 +211,3 @@ def _rows(measurements) -> list[dict]:
             "forced": m.algorithm, "nbytes": m.nbytes, "ranks": m.topo.ranks,
         })  # fmt: skip
     return out
-
-
-def spearman(x, y) -> float:
-    """Spearman rank correlation of two equal-length sequences (ties get mean ranks)."""
-    x = checks.array("x", x, ndim=1)
-    y = checks.array("y", y, ndim=1)
-    if len(x) != len(y) or len(x) < 2:
-        raise checks.fail("y", f"a sequence as long as x ({len(x)}), at least 2", len(y))
-    for name, v in (("x", x), ("y", y)):
-        if np.all(v == v[0]):
-            raise checks.fail(name, "a sequence that is not constant", v[:3].tolist())
-
-    def ranks(v):
-        order = np.argsort(v, kind="stable")
-        r = np.empty(len(v))
-        r[order] = np.arange(len(v))
-        for value in np.unique(v):
-            same = v == value
-            r[same] = r[same].mean()
-        return r
-
-    rx, ry = ranks(x), ranks(y)
-    return float(np.corrcoef(rx, ry)[0, 1])

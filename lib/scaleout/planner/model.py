@@ -4,16 +4,9 @@
   hidden size, attention heads and KV heads (GQA, Ainslie et al. 2023), FFN size, gated
   MLP (SwiGLU: three matrices), vocabulary, sequence length, tied embeddings; ``experts``
   and ``top_k`` are fields for mixture-of-experts models (dense now: 1 and 1).
-* Parameter count: the layers' matrices and norms plus the embeddings (input, and the
-  output layer unless tied) and learned positions when the model has them. For a GPT of
-  Narayanan et al. (SC21, Section 5.1; a = g, f = 4h, learned positions, tied) this is
-  their ``12 l h^2 (1 + 13/(12h) + (V+s)/(12 l h))``.
-* FLOPs: model FLOPs (Chowdhery et al. 2022, Appendix B; Korthikanti et al. 2022,
-  Appendix A) = 3 x the forward GEMMs and attention core, 2 FLOPs per multiply-add; per
-  token forward ``2 h (a + 2g) d + 2 h^2 + 2 h f (2 or 3) + 4 s h`` per layer plus the
-  logits ``2 h V``. :meth:`Model.flops` with ``recompute="full"`` adds the forward of the
-  layers again: for a GPT that is Narayanan et al.'s eq. 3, ``96 B s l h^2 (1 + s/(6h) +
-  V/(16 l h))``, the count behind their TFLOP/s.
+* Parameter count and FLOPs: :class:`scaleout.transformer.Transformer` (``Model.shape``),
+  the one place they are counted: for a GPT Narayanan et al.'s parameter count and, with
+  ``recompute="full"``, their eq. 3, ``96 B s l h^2 (1 + s/(6h) + V/(16 l h))``.
 * :class:`Cluster` - GPUs of one kind in servers of one NCCL topology
   (:func:`scaleout.nccl.topo.topology`): GPU memory, dense BF16 peak and HBM bandwidth
   from :func:`scaleout.hardware.gpu` (the datasheets).
@@ -25,13 +18,14 @@ up to 2**24 sequences, clusters up to 65,536 GPUs (``nccl.topo.MAX_RANKS``).
 from __future__ import annotations
 
 import dataclasses
+import functools
 from dataclasses import dataclass
-
-import numpy as np
 
 from .. import checks, nccl
 from .. import hardware as H
+from .. import machine as MA
 from .. import memory as MEM
+from .. import transformer as TF
 
 MAX_DIM = 2**20
 MAX_LAYERS = 4096
@@ -92,69 +86,57 @@ class Model:
             raise checks.fail("experts", "1 (dense; the fields are ready for experts)",
                               self.experts)  # fmt: skip
 
+    @functools.cached_property
+    def shape(self) -> TF.Transformer:
+        """The model as a :class:`scaleout.transformer.Transformer`: the one place its
+        parameters and FLOPs are counted."""
+        return TF.Transformer(self.layers, self.hidden, self.heads, kv_heads=self.kv_heads,
+                              ffn=self.ffn, swiglu=self.swiglu, seq=self.seq, vocab=self.vocab,
+                              tied=self.tied_embeddings, positions=self.positions,
+                              experts=self.experts, top_k=self.top_k, name=self.name)  # fmt: skip
+
     @property
     def g(self) -> int:
         """KV heads."""
-        return self.heads if self.kv_heads is None else self.kv_heads
+        return self.shape.g
 
     @property
     def f(self) -> int:
         """FFN size."""
-        return 4 * self.hidden if self.ffn is None else self.ffn
+        return self.shape.f
 
     @property
     def head_dim(self) -> int:
-        return self.hidden // self.heads
+        return self.shape.head_dim
 
     @property
     def mlp_matrices(self) -> int:
-        return 3 if self.swiglu else 2
+        return self.shape.mlp_matrices
 
     @property
     def layer_params(self) -> float:
-        """The parameters of one layer (Q, K, V and output projections with biases for a
-        GPT, without for the rotary models, the MLP, two norms with scale and bias)."""
-        h, d = self.hidden, self.head_dim
-        attn = h * (self.heads + 2 * self.g) * d + h * h
-        mlp = self.mlp_matrices * h * self.f
-        biases = (self.heads + 2 * self.g) * d + h + self.f + h if self.positions else 0
-        return float(attn + mlp + biases + 4 * h)
+        """The parameters of one layer (:attr:`scaleout.transformer.Transformer.layer_params`)."""
+        return self.shape.layer_params
 
     @property
     def embedding_params(self) -> float:
-        """Input embedding, learned positions, the output layer unless tied (the final
-        norm's 2h, left out of Narayanan et al.'s count, is left out here too)."""
-        h = self.hidden
-        out = 0 if self.tied_embeddings else self.vocab * h
-        return float(self.vocab * h + (self.seq * h if self.positions else 0) + out)
+        """Input embedding, learned positions, the output layer unless tied."""
+        return self.shape.embedding_params
 
     @property
     def params(self) -> float:
         """All parameters (Narayanan et al.'s formula for a GPT)."""
-        return self.layers * self.layer_params + self.embedding_params
+        return self.shape.params
 
     def layer_forward_flops(self, tokens) -> float:
         """Model FLOPs of one layer's forward pass over ``tokens`` tokens (whole layer)."""
-        h, s, d = self.hidden, self.seq, self.head_dim
-        per_token = 2 * h * (self.heads + 2 * self.g) * d + 2 * h * h
-        per_token += 2 * h * self.f * self.mlp_matrices + 4 * s * h
-        return float(tokens) * per_token
+        return self.shape.layer_forward_flops(tokens)
 
     def flops(self, batch, recompute: str = "none") -> float:
-        """FLOPs of one iteration on ``batch`` sequences: model FLOPs (``"none"``), plus
-        the attention core again (``"selective"``), plus the layers' forward again
-        (``"full"``: Narayanan et al.'s eq. 3 for a GPT). Vectorised over ``batch``."""
-        b = checks.array("batch", batch, low=1.0, high=float(MAX_BATCH))
-        checks.choice("recompute", recompute, RECOMPUTE)
-        tokens = b * self.seq
-        layer = self.layers * self.layer_forward_flops(1.0) * tokens
-        logits = 2.0 * self.hidden * self.vocab * tokens
-        total = 3.0 * (layer + logits)
-        if recompute == "full":
-            total = total + layer
-        elif recompute == "selective":
-            total = total + self.layers * 4.0 * self.seq * self.hidden * tokens
-        return float(total) if np.ndim(total) == 0 else total
+        """FLOPs of one iteration on ``batch`` sequences
+        (:meth:`scaleout.transformer.Transformer.step_flops`; note the default here is
+        model FLOPs, ``"none"``). Vectorised over ``batch``."""
+        return self.shape.step_flops(batch, recompute)
 
 
 @dataclass(frozen=True)
@@ -234,14 +216,20 @@ class Cluster:
     def generation(self) -> str:
         return GENERATION[self.gpu]
 
-    def topo(self, nodes: int) -> nccl.Topology:
-        """The NCCL topology of ``nodes`` of these servers."""
+    @functools.cached_property
+    def machine(self) -> MA.Machine:
+        """The cluster as a :class:`scaleout.machine.Machine`: its GPU row (with the
+        overrides), the preset server with the NIC overrides, and its servers."""
         over = {}
         if self.nics_per_node is not None:
             over["nics_per_node"] = self.nics_per_node
         if self.nic_gbps is not None:
             over["nic_gbps"] = float(self.nic_gbps)
-        return nccl.topology(self.topology, nodes=nodes, **over)
+        return MA.preset(self.topology, servers=self.nodes, gpu=self.gpu_row, **over)
+
+    def topo(self, nodes: int) -> nccl.Topology:
+        """The NCCL topology of ``nodes`` of these servers."""
+        return self.machine.topo(nodes)
 
 
 def a100_cluster(gpus: int) -> Cluster:
@@ -257,21 +245,23 @@ def h100_cluster(gpus: int) -> Cluster:
 
 def model_from_table(name: str) -> Model:
     """The ``memory.TRANSFORMERS`` configuration ``name`` (Narayanan et al. Table 1)."""
-    checks.choice("name", name, tuple(MEM.TRANSFORMERS))
-    c = MEM.TRANSFORMERS[name]
-    return Model(c.name, c.layers, c.hidden, c.heads, c.seq, c.vocab)
+    checks.choice("name", name, tuple(TF.NARAYANAN_TABLE1))
+    return from_transformer(TF.NARAYANAN_TABLE1[name])
 
 
-GPT3 = Model("GPT-3 175B", 96, 12288, 96)  # Brown et al. 2020, Table 2.1
+def from_transformer(m: TF.Transformer, name: str | None = None) -> Model:
+    """The planner's :class:`Model` of a :class:`scaleout.transformer.Transformer` (dense)."""
+    checks.instance("m", m, TF.Transformer)
+    return Model(m.name if name is None else name, m.layers, m.hidden, m.heads, m.seq, m.vocab,
+                 m.kv_heads, m.ffn, m.swiglu, m.tied, m.positions, m.experts,
+                 m.top_k)  # fmt: skip
+
+
+GPT3 = from_transformer(TF.MODELS["GPT-3 175B"])  # Brown et al. 2020, Table 2.1
 ONE_T = model_from_table("1T")
-#: Llama-2-70B as released (Touvron et al. 2023, Table 1, and the released config), with
-#: 80 layers, h = 8192, 64 heads, 8 KV heads, SwiGLU FFN 28,672, V = 32,000, s = 4,096.
-LLAMA2_70B = Model("Llama-2-70B", 80, 8192, 64, seq=4096, vocab=32000, kv_heads=8,
-                   ffn=28672, swiglu=True, tied_embeddings=False, positions=False)  # fmt: skip
-#: Llama 3 405B (Llama team 2024, Table 3), with 126 layers, h = 16,384, 128 heads, 8 KV
-#: heads, FFN 53,248 (SwiGLU), V = 128,256, s = 8,192 in the main pre-training stage.
-LLAMA3_405B = Model("Llama-3-405B", 126, 16384, 128, seq=8192, vocab=128256, kv_heads=8,
-                    ffn=53248, swiglu=True, tied_embeddings=False, positions=False)  # fmt: skip
+#: Llama-2-70B and Llama 3 405B from :data:`scaleout.transformer.MODELS` (sources there).
+LLAMA2_70B = from_transformer(TF.MODELS["Llama 2 70B"], "Llama-2-70B")
+LLAMA3_405B = from_transformer(TF.MODELS["Llama 3 405B"], "Llama-3-405B")
 
 
 def training_days(tokens: float, params: float, gpus: int, flops_per_gpu: float) -> float:

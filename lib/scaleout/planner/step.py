@@ -39,6 +39,7 @@ import numpy as np
 from .. import checks
 from .. import memory as MEM
 from .. import pipeline as PP
+from .. import transformer as TF
 from . import comm as C
 from .compute_term import layer_times, logits_seconds, optimizer_seconds
 from .model import RECOMPUTE, Cluster, Model
@@ -217,16 +218,9 @@ def activation_bytes(model: Model, b, t, recompute: str, sp: bool, flash: bool):
     t = checks.array("t", t, low=1.0, high=1024.0)
     checks.choice("recompute", recompute, RECOMPUTE)
     sp, flash = checks.boolean("sp", sp), checks.boolean("flash", flash)
-    s, h, a = model.seq, model.hidden, model.heads
-    sbh = s * b * h
-    if recompute == "full":
-        return 2.0 * sbh + 0.0 * t
-    r = model.g / a
-    split = 4.0 + 4.0 * r + (6.0 if model.swiglu else 4.0) * model.f / h
-    per = 10.0 / (t if sp else 1.0) + split / t
-    if recompute == "none":
-        per = per + (4.0 * a / h if flash else 5.0 * a * s / h) / t
-    return sbh * per
+    out = TF.activation_bytes(model.seq, b, model.hidden, model.heads, recompute, t, sp, flash,
+                              model.g, model.f, model.swiglu)  # fmt: skip
+    return np.asarray(out) if np.ndim(out) else out
 
 
 def memory_bytes(model: Model, plan: Plan, m: int) -> float:

@@ -22,23 +22,22 @@ Pass an :class:`scaleout.nccl.topo.Topology` as ``machine=`` instead to price an
 
 from __future__ import annotations
 
-import functools
 import math
 from dataclasses import dataclass
 
 from .. import checks, nccl
 from .. import hardware as H
+from .. import machine as M
 from .sizes import MAX_T
 
-#: NVLink presets of :mod:`scaleout.hardware` -> NCCL's GPU name.
-NVLINK_GPUS = {"nvlink2-v100": "V100", "nvlink3-a100": "A100", "nvlink4-h100": "H100",
-               "nvlink5-b200": "B200"}  # fmt: skip
+#: NVLink presets of :mod:`scaleout.hardware` -> NCCL's GPU name (:mod:`scaleout.machine`'s).
+NVLINK_GPUS = M.NVLINK_GPUS
 #: GPU rows of :data:`scaleout.hardware.GPUS` -> the NVLink preset of their SXM servers (the
 #: GPU choice of chapter 4's explorer: it sets both the link and the compute peak).
 GPU_NVLINK = {"V100-32GB": "nvlink2-v100", "A100-80GB": "nvlink3-a100", "H100-SXM": "nvlink4-h100",
               "B200": "nvlink5-b200"}  # fmt: skip
-#: Base preset of :data:`scaleout.nccl.topo.PRESETS` per GPU (gb200-nvl72 for B200 beyond 8 GPUs).
-BASE_PRESETS = {"V100": "dgx-a100", "A100": "dgx-a100", "H100": "dgx-h100", "B200": "dgx-h100"}
+#: Base preset of :data:`scaleout.nccl.topo.PRESETS` per GPU (:mod:`scaleout.machine`'s).
+BASE_PRESETS = M.BASE_PRESETS
 
 
 @dataclass(frozen=True)
@@ -68,53 +67,20 @@ def gpu_server(gpu: str = "H100-SXM") -> GpuServer:
     return GpuServer(gpu, GPU_NVLINK[gpu], tflops * 1e12)
 
 
-def _preset(name: str, value, kind: str) -> H.LinkPreset:
-    allowed = tuple(k for k, v in H.LINKS.items() if v.kind in kind.split("|"))
-    return H.link(checks.choice(name, value, allowed))
-
-
 def machine(gpus_per_server: int = 8, intra: str = "nvlink4-h100", inter: str = "nic-400g"):
     """One server of ``gpus_per_server`` GPUs linked by ``intra`` (an NVLink or PCIe preset
     of :mod:`scaleout.hardware`), each with one NIC of the ``inter`` preset, as an
-    :class:`scaleout.nccl.topo.Topology` on one node (see the module docstring). Cached."""
-    g = checks.integer("gpus_per_server", gpus_per_server, 1, nccl.topo.MAX_GPUS_PER_NODE)
-    nv = _preset("intra", intra, "nvlink|pcie")
-    nic = _preset("inter", inter, "nic")
-    return _machine(g, nv.name, nic.name)
-
-
-@functools.lru_cache(maxsize=256)
-def _machine(g: int, intra: str, inter: str) -> nccl.Topology:
-    nv, nic = H.link(intra), H.link(inter)
-    nic_gbps = float(H.gbyte_per_s_to_gbit_per_s(nic.gb_per_s))
-    name = f"{intra} x{g}, {inter} per GPU"
-    if nv.kind == "pcie":
-        gen = int(intra[len("pcie")])
-        switch = 2 if g % 2 == 0 else 1
-        return nccl.PRESETS["pcie"].with_(name=name, gpus_per_node=g, pcie_gen=gen,
-                                          nics_per_node=g, nic_gbps=nic_gbps,
-                                          switch_gpus=switch)  # fmt: skip
-    if intra not in NVLINK_GPUS:
-        raise checks.fail("intra", f"an NVLink preset NCCL's model covers {tuple(NVLINK_GPUS)}"
-                          " or a PCIe preset", intra)  # fmt: skip
-    gpu = NVLINK_GPUS[intra]
-    base = nccl.PRESETS["gb200-nvl72" if gpu == "B200" and g > 8 else BASE_PRESETS[gpu]]
-    switch = min(base.switch_gpus, g) if g % base.switch_gpus == 0 else 1
-    fields = dict(name=name, gpus_per_node=g, gpu=base.gpu if base.gpu == "GB200" else gpu,
-                  nvlink_links=nv.links, nics_per_node=g, nic_gbps=nic_gbps,
-                  nvls=nccl.topo.GPUS[gpu][0] >= 90, collnet=False, switch_gpus=switch)  # fmt: skip
-    if gpu == "V100":
-        fields.update(pcie_gen=3, cpu="intel")
-    return base.with_(**fields)
+    :class:`scaleout.nccl.topo.Topology` on one node: the topology of
+    :func:`scaleout.machine.from_links` (see the module docstring). Cached."""
+    return M.from_links(gpus_per_server, intra, inter).topology
 
 
 def check_machine(value) -> nccl.Topology:
-    """``value`` if it is an :class:`scaleout.nccl.topo.Topology` of one NVLink domain per node
-    (its ``nodes`` field is ignored: the group decides), or a preset name of
-    :data:`scaleout.nccl.topo.PRESETS`."""
-    if isinstance(value, str):
-        return nccl.PRESETS[checks.choice("machine", value, tuple(nccl.PRESETS))]
-    topo = checks.instance("machine", value, nccl.Topology, "an nccl.Topology or a preset name")
+    """The topology of ``value``, an :class:`scaleout.nccl.topo.Topology` of one NVLink domain
+    per node (its ``nodes`` field is ignored: the group decides), a
+    :class:`scaleout.machine.Machine` or a preset name of :data:`scaleout.nccl.topo.PRESETS`
+    (:func:`scaleout.machine.as_topology`)."""
+    topo = M.as_topology(value)
     checks.integer("machine.gpus_per_node", topo.gpus_per_node, 1, MAX_T)
     return topo
 

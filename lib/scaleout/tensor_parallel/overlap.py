@@ -8,6 +8,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from .. import checks
+from .. import overlap as rules
 from .traffic import (
     H100_SXM_BF16_DENSE_FLOPS,
     LayerSeconds,
@@ -16,7 +17,7 @@ from .traffic import (
     layer_traffic,
 )
 
-OVERLAPS = ("none", "megatron", "pipelined")
+OVERLAPS = rules.TP_OVERLAPS
 # Forward FLOPs of each block's column- and row-parallel GEMMs, in units of b s h^2 (before
 # the split by t): attention Q, K, V (h -> 3h) and its output projection (h -> h); MLP
 # h -> 4h and 4h -> h. With the attention core (4 b s^2 h) they add up to layer_flops.
@@ -54,14 +55,6 @@ class LayerOverlap:
     def seconds(self) -> float:
         """Compute plus exposed communication, in seconds (the layer's time)."""
         return self.compute.total + self.exposed.total
-
-
-def _exposed(c: float, g: float, how: str, t: int) -> float:
-    if how == "bulk":
-        return max(0.0, c - g)
-    if how == "pipelined":
-        return max(0.0, c - g * (t - 1) / t)
-    return c
 
 
 def layer_overlap(
@@ -103,7 +96,8 @@ def layer_overlap(
       them. Only with sequence parallelism (all-gather and reduce-scatter; Megatron-LM refuses
       ``--tp-comm-overlap`` without ``--sequence-parallel``).
 
-    Model: a collective of C seconds beside an independent GEMM of G seconds ("bulk") exposes
+    Model (the rules of :mod:`scaleout.overlap`, :func:`scaleout.overlap.tp_layer`): a
+    collective of C seconds beside an independent GEMM of G seconds ("bulk") exposes
     max(0, C - G). Pipelined in t steps, the GEMM's first step runs on the local shard (or its
     last one produces the local shard) while the first exchange is in flight, so t - 1
     exchanges of C/(t-1) overlap G (t-1)/t of GEMM: exposed max(0, C - G (t-1)/t). GEMM times
@@ -129,23 +123,8 @@ def layer_overlap(
         for c in ("allreduce", "allgather", "reducescatter")
     }
     unit = compute.forward / (24.0 + 4.0 * s / h)  # seconds of b s h^2 / t FLOPs
-    real = overlap != "none"
-    pipe = "pipelined" if overlap == "pipelined" else "none"
-    work = {"forward": [], "backward": []}  # (collective seconds, partner GEMM seconds, how)
-    for col, row in BLOCK_GEMMS.values():
-        g_col, g_row = col * unit, row * unit
-        if sp:
-            work["forward"] += [(sec["allgather"], g_col, pipe)]  # f: the input, before GEMM
-            work["forward"] += [(sec["reducescatter"], g_row, pipe)]  # g: after the GEMM
-            work["backward"] += [(sec["allgather"], g_row, pipe)]  # g: dL/dZ, before dgrad
-            if regather:
-                work["backward"] += [(sec["allgather"], g_col, "bulk")]  # input, beside dgrad
-            work["backward"] += [(sec["reducescatter"], g_col, "bulk" if real else "none")]
-        else:
-            work["forward"] += [(sec["allreduce"], g_row, "none")]
-            work["backward"] += [(sec["allreduce"], g_col, "bulk" if real else "none")]
-    comm = LayerSeconds(*(sum(c for c, _, _ in work[d]) for d in ("forward", "backward")))
-    exposed = LayerSeconds(
-        *(sum(_exposed(c, g, how, t) for c, g, how in work[d]) for d in ("forward", "backward"))
-    )
+    col = tuple(c * unit for c, _ in BLOCK_GEMMS.values())
+    row = tuple(r * unit for _, r in BLOCK_GEMMS.values())
+    fwd_exp, bwd_exp, fwd, bwd = rules.tp_layer(sec, col, row, t, sp, overlap, regather)
+    comm, exposed = LayerSeconds(fwd, bwd), LayerSeconds(fwd_exp, bwd_exp)
     return LayerOverlap(overlap, compute, comm, exposed)

@@ -32,6 +32,7 @@ from dataclasses import dataclass
 
 from .. import checks, hardware
 from ..compute import published as _compute_published
+from ..transformer import Transformer
 from .overlap import layer_overlap
 from .sizes import t_size
 from .traffic import H100_SXM_BF16_DENSE_FLOPS, TOPOLOGIES, layer_comm_seconds, layer_flops
@@ -105,7 +106,9 @@ def iteration(p: int, batch: int, topology: str = "nccl") -> Iteration:
     m = batch // b
     seconds = (m + p - 1) * (compute + comm)
     v = f["vocab"]
-    flops = 96 * batch * s * layers * h * h * (1 + s / (6 * h) + v / (16 * layers * h))
+    # Narayanan et al.'s eq. 3, 96 B s l h^2 (1 + s/(6h) + V/(16 l h)), counted by transformer
+    gpt = Transformer(layers, h, f["heads"], seq=s, vocab=v)
+    flops = gpt.step_flops(batch, "full")
     tflops = checks.finite_result("the throughput", flops / seconds / f["gpus"] / 1e12)
     return Iteration(t, p, batch, topology, compute, comm, seconds, tflops)
 

@@ -34,9 +34,8 @@ from .sizes import MAX_BATCH, MAX_HIDDEN, MAX_SEQ, MAX_T, divides, layer_sizes, 
 # A DGX H100 server (8 H100 SXM GPUs on NVLink 4 through NVSwitch, one 400 Gb/s NIC per GPU),
 # from the systems table of scaleout.hardware, which cites the DGX H100 guide.
 GPUS_PER_SERVER = H.system("DGX H100").gpus_per_server
-# The H100 SXM's dense BF16 peak, read from hardware's GPU table (NVIDIA's H100 datasheet
-# quotes 1,979 TFLOPS *with sparsity*; dense matrices run at half of that).
-H100_SXM_BF16_DENSE_FLOPS = H.gpu("H100-SXM").bf16_tflops * 1e12
+# The H100 SXM's dense BF16 peak lives in hardware (re-exported here for chapter 4's imports).
+H100_SXM_BF16_DENSE_FLOPS = H.H100_SXM_BF16_DENSE_FLOPS
 INTRA, INTER = "nvlink4-h100", "nic-400g"
 # "nccl" prices with NCCL's own cost model (chapter 10); "flat-ring" is chapter 1's
 # alpha-beta ring, and beyond one server the one-NIC teaching case (one ring whose every
@@ -298,7 +297,7 @@ def layer_flops(b, s, h) -> float:
     b = checks.integer("b", b, 1, MAX_BATCH)
     s = checks.integer("s", s, 1, MAX_SEQ)
     h = checks.integer("h", h, 1, MAX_HIDDEN)
-    return 24.0 * b * s * h * h + 4.0 * b * s * s * h
+    return 24.0 * b * s * h * h + 4.0 * b * s * s * h  # tied to transformer by a unit test
 
 
 def layer_compute_seconds(b, s, h, t, peak_flops=H100_SXM_BF16_DENSE_FLOPS) -> LayerSeconds:

@@ -27,10 +27,13 @@ PHASE_COLORS = {
     "F": ("#9ECAE1", "#4292C6", "#2171B5", "#08519C"),
     "B": ("#FDAE6B", "#F16913", "#D94801", "#A63603"),
     "W": ("#A1D99B", "#41AB5D", "#238B45", "#006D2C"),
+    "BW": ("#BCBDDC", "#807DBA", "#6A51A3", "#4A1486"),
 }
-PHASE_NAMES = {"F": "forward F", "B": "backward B", "W": "weight gradient W"}
-_PATTERN = {"F": "", "B": "/", "W": "."}
-_LOOK = {"F": "solid", "B": "hatched", "W": "dotted"}
+PHASE_NAMES = {
+    "F": "forward F", "B": "backward B", "W": "weight gradient W", "BW": "full backward B+W",
+}  # fmt: skip
+_PATTERN = {"F": "", "B": "/", "W": ".", "BW": "x"}
+_LOOK = {"F": "solid", "B": "hatched", "W": "dotted", "BW": "cross-hatched"}
 _TOP_LEGEND = dict(
     orientation="h", x=1.0, xanchor="right", y=1.0, yanchor="bottom", traceorder="normal"
 )

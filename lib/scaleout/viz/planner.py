@@ -12,6 +12,7 @@ import plotly.graph_objects as go
 
 from .. import checks
 from .. import planner as PL
+from ..mesh import Mesh
 from .animate import animation
 from .theme import NEUTRAL, new_figure, rank_color
 
@@ -230,11 +231,14 @@ def batch_animation(grids, batches, model_name: str) -> go.Figure:
 
 
 def mesh_figure(dp: int = 2, pp: int = 2, tp: int = 2) -> go.Figure:
-    """The rank grid ``arange(dp pp tp).reshape(dp, pp, tp)`` drawn flat: one row per data-
-    parallel replica, pipeline stages left to right, tensor-parallel ranks side by side in a
-    box (one server's NVLink domain); dashed: pipeline groups, dotted: data groups."""
+    """The ranks of :class:`scaleout.mesh.Mesh` (Megatron's order: rank = t + T (d + D p))
+    drawn flat: one row per data-parallel replica, pipeline stages left to right,
+    tensor-parallel ranks side by side in a box (one server's NVLink domain); dashed:
+    pipeline groups, dotted: data groups."""
     dp, pp, tp = (checks.integer(n, x, 1, 8) for n, x in (("dp", dp), ("pp", pp), ("tp", tp)))
-    grid = np.arange(dp * pp * tp).reshape(dp, pp, tp)
+    mesh = Mesh(tp=tp, dp=dp, pp=pp)
+    grid = np.array([[[mesh.rank(dp=i, pp=j, tp=k) for k in range(tp)] for j in range(pp)]
+                     for i in range(dp)])  # fmt: skip
 
     def xy(i, j, k):
         return j * (tp + 1) + k, dp - 1 - i

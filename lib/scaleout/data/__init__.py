@@ -1,0 +1,118 @@
+"""Published numbers as data: CSV files in long format, one number a row.
+
+Every file ``lib/scaleout/data/<name>.csv`` has the columns of :data:`COLUMNS` (the value, its
+unit, ``source``: a key of the book's ``references.bib``, ``locator``: the table, figure,
+page, column or line in that source, ``kind``: one of :data:`KINDS`, ``uncertainty`` in the
+value's unit or empty, and a ``note``) plus the columns of its setting (for ``gpus.csv``:
+``gpu`` and ``field``, the name of a :class:`scaleout.hardware.GPU` field). ``kind`` says
+how the number was obtained: ``measured`` (a measurement the source reports), ``read-off``
+(read from a figure, with its reading uncertainty), ``stated`` (a specification or a value
+the source states, or simple arithmetic on stated values, said in the note) and
+``assumed`` (not in a primary source: the note says why it is used).
+
+:func:`load` returns a file's rows as :class:`Value` records; :func:`gpu_fields` one GPU's
+fields by column name (what :data:`scaleout.hardware.GPUS` is built from). The unit test
+``tests/unit/test_data.py`` checks every source key against ``references.bib``, every unit
+against :data:`UNITS` and that no (source, locator, setting) appears twice.
+
+Files: ``gpus.csv`` (the GPU table of :mod:`scaleout.hardware`). Limits: at most
+:data:`MAX_ROWS` rows a file.
+"""
+
+from __future__ import annotations
+
+import csv
+import functools
+from dataclasses import dataclass
+from pathlib import Path
+
+from .. import checks
+
+HERE = Path(__file__).resolve().parent
+COLUMNS = ("value", "unit", "source", "locator", "kind", "uncertainty", "note")
+KINDS = ("measured", "read-off", "stated", "assumed")
+#: The units a value may have; the integral ones are read as ``int``.
+UNITS = ("TFLOP/s", "GB", "TB/s", "MB", "W", "count", "year", "generation")
+INTEGRAL_UNITS = ("count", "year", "generation")
+#: The files of this package (names without ``.csv``).
+FILES = ("gpus",)
+MAX_ROWS = 100_000
+
+
+@dataclass(frozen=True)
+class Value:
+    """One published number (see the module docstring); ``setting`` holds the file's setting
+    columns as (column, value) pairs."""
+
+    value: float
+    unit: str
+    source: str
+    locator: str
+    kind: str
+    uncertainty: float | None
+    note: str
+    setting: tuple
+
+    def __post_init__(self):
+        checks.real("value", self.value)
+        checks.choice("unit", self.unit, UNITS)
+        checks.text("source", self.source, 80)
+        checks.text("locator", self.locator, 200)
+        checks.choice("kind", self.kind, KINDS)
+        if self.uncertainty is not None:
+            checks.nonnegative("uncertainty", self.uncertainty)
+        if not isinstance(self.note, str):
+            raise checks.fail("note", "a string", self.note)
+        if not isinstance(self.setting, tuple):
+            raise checks.fail("setting", "a tuple of (column, value) pairs", self.setting)
+
+    def get(self, column: str) -> str:
+        """The setting's value in ``column``."""
+        return dict(self.setting)[checks.choice("column", column, [k for k, _ in self.setting])]
+
+
+def _number(text: str, unit: str):
+    return int(text) if unit in INTEGRAL_UNITS else float(text)
+
+
+def load(name: str) -> tuple[Value, ...]:
+    """Every row of ``<name>.csv`` (a name of :data:`FILES`) as a :class:`Value`."""
+    return _load(checks.choice("name", name, FILES))
+
+
+@functools.lru_cache(maxsize=16)
+def _load(name: str) -> tuple[Value, ...]:
+    with open(HERE / f"{name}.csv", newline="", encoding="utf-8") as fh:
+        reader = csv.DictReader(fh)
+        setting = [c for c in reader.fieldnames if c not in COLUMNS]
+        missing = [c for c in COLUMNS if c not in reader.fieldnames]
+        if missing:
+            raise ValueError(f"{name}.csv must have the columns {COLUMNS}, missing {missing}")
+        out = []
+        for row in reader:
+            if len(out) >= MAX_ROWS:
+                raise ValueError(f"{name}.csv must have at most {MAX_ROWS} rows")
+            unit = row["unit"]
+            checks.choice("unit", unit, UNITS)
+            unc = row["uncertainty"]
+            out.append(Value(_number(row["value"], unit), unit, row["source"], row["locator"],
+                             row["kind"], float(unc) if unc else None, row["note"],
+                             tuple((c, row[c]) for c in setting)))  # fmt: skip
+    return tuple(out)
+
+
+def gpu_fields(gpu: str) -> dict:
+    """The numeric fields of GPU row ``gpu`` from ``gpus.csv``, by column name (fields the
+    GPU does not have are absent)."""
+    rows = [v for v in load("gpus") if v.get("gpu") == gpu]
+    if not rows:
+        names = sorted({v.get("gpu") for v in load("gpus")})
+        raise checks.fail("gpu", f"one of {names}", gpu)
+    return {v.get("field"): v.value for v in rows}
+
+
+def gpu_sources(gpu: str) -> dict:
+    """Where each field of GPU row ``gpu`` comes from: field -> (source key, locator, kind)."""
+    gpu_fields(gpu)  # checks the name
+    return {v.get("field"): (v.source, v.locator, v.kind)
+            for v in load("gpus") if v.get("gpu") == gpu}  # fmt: skip

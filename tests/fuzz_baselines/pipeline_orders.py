@@ -1,0 +1,5 @@
+from fuzz import call
+
+BASELINES = {
+    "stage_order": call("1f1b", 4, 8),
+}

@@ -1,0 +1,233 @@
+"""The step simulator: engine properties (hypothesis), agreement with the pipeline
+simulation and the planner's closed form, stragglers, traces and bad input."""
+
+import json
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from scaleout import pipeline as PP
+from scaleout import planner as PL
+from scaleout import sim
+from scaleout.sim import engine
+
+SMALL = PL.Model("small", layers=8, hidden=1024, heads=16, seq=1024)
+
+
+@st.composite
+def configs(draw):
+    """(model, cluster, batch, plan, schedule) of 8 to 64 GPUs."""
+    t = draw(st.sampled_from([1, 2, 4, 8]))
+    p = draw(st.sampled_from([1, 2, 4, 8]))
+    d = draw(st.sampled_from([1, 2, 4]))
+    b = draw(st.sampled_from([1, 2]))
+    m = draw(st.integers(1, 4)) * p * (2 if p > 1 else 1)
+    names = ["1f1b", "gpipe", "zb-h1"] + (["zb-v", "dualpipe-v"] if p in (2, 4) else [])
+    name = draw(st.sampled_from(names))
+    if name == "dualpipe-v":
+        m = max(m, 2 * p)
+    plan = PL.Plan(t=t, p=p, d=d, b=b, dp_overlap=draw(st.booleans()))
+    return SMALL, PL.a100_cluster(t * p * d), m * d * b, plan, name
+
+
+def _all(tr):
+    a = tr._arrays
+    return a
+
+
+@settings(max_examples=30, deadline=None)
+@given(configs(), st.integers(0, 63), st.floats(1.0, 3.0))
+def test_slowing_any_rank_never_shortens_the_step(cfg, rank, factor):
+    model, cluster, batch, plan, name = cfg
+    rank %= cluster.gpus
+    base = sim.simulate(model, cluster, batch, plan, schedule=name)
+    slow = sim.simulate(model, cluster, batch, plan, schedule=name, stragglers={rank: factor})
+    assert slow.step_s >= base.step_s * (1 - 1e-12)
+    worse = sim.simulate(model, cluster, batch, plan, schedule=name,
+                         stragglers={rank: factor + 0.5})  # fmt: skip
+    assert worse.step_s >= slow.step_s * (1 - 1e-12)
+
+
+@settings(max_examples=30, deadline=None)
+@given(configs(), st.integers(0, 3))
+def test_streams_dependencies_and_the_last_event(cfg, seed):
+    model, cluster, batch, plan, name = cfg
+    tr = sim.simulate(model, cluster, batch, plan, schedule=name, seed=seed,
+                      stragglers=sim.Lognormal(0.1))  # fmt: skip
+    a = _all(tr)
+    # no two events overlap on one stream (unit, stream)
+    key = a["unit"] * 3 + a["stream"]
+    order = np.lexsort((a["start"], key))
+    same = key[order][1:] == key[order][:-1]
+    assert np.all(a["start"][order][1:][same] >= a["end"][order][:-1][same] - 1e-12)
+    # every dependency is done (to its fraction) before the operation starts
+    for i, deps in enumerate(a["deps"]):
+        for j, frac in deps or ():
+            ready = a["start"][j] + frac * (a["end"][j] - a["start"][j])
+            assert ready <= a["start"][i] + 1e-12
+    # the last event ends at the step time; the breakdown adds up to it
+    assert max(e.end_s for e in tr.events) == pytest.approx(tr.step_s, rel=1e-12)
+    assert sum(tr.breakdown.values()) == pytest.approx(tr.step_s, rel=1e-9)
+    # the critical path is a chain from 0 to the step's end
+    path = tr.critical_path()
+    assert path[-1].end_s == pytest.approx(tr.step_s)
+    for x, y in zip(path, path[1:], strict=False):
+        assert x.start_s <= y.start_s + 1e-12
+
+
+def test_pipeline_only_equals_the_pipeline_simulation():
+    """With no TP, no DP and free transfers, the compute streams run exactly
+    pipeline.schedule's timeline (same orders, same dependencies)."""
+    for name, v in (("1f1b", 1), ("gpipe", 1), ("zb-h1", 1), ("zb-v", 2), ("dualpipe-v", 2)):
+        plan = PL.Plan(t=1, p=4, d=1, b=1, scatter_gather=False)
+        tr = sim.simulate(SMALL, PL.a100_cluster(4), 8, plan, schedule=name)
+        a = tr._arrays
+        sel = a["kind"] <= 3
+        f = float(a["comp"][sel][a["kind"][sel] == 0].max())  # one chunk's forward
+        assert a["comp"][sel].min() > 0
+        ref = PP.schedule(
+            name, 4, 8, v, t_f=1.0, t_b=2.0, **({"t_w": 1.0} if v == 2 or name == "zb-h1" else {})
+        )
+        assert len(ref.start) == int(sel.sum())
+        for r in range(4):
+            cols = zip(a["kind"][sel], a["mb"][sel], a["chunk"][sel], a["unit"][sel], strict=True)
+            mine = [(PP.PHASES[k], int(j), int(c)) for k, j, c, u in cols if u == r]
+            assert mine == ref.ops(r)
+        del f
+
+
+def test_equals_the_planner_without_a_pipeline_or_data_parallelism():
+    """One stage, one replica: the step is m micro-batches of compute and exposed TP, then
+    the optimizer, exactly the planner's sum."""
+    plan = PL.Plan(t=8, p=1, d=1, b=1, sp=True, recompute="selective")
+    model, cluster = PL.GPT3, PL.a100_cluster(8)
+    tr = sim.simulate(model, cluster, 16, plan)
+    pr = PL.predict(model, cluster, 16, plan)
+    assert tr.step_s == pytest.approx(pr.step_s, rel=1e-9)
+    assert tr.breakdown["bubble"] == pytest.approx(0.0, abs=1e-12)
+
+
+def test_close_to_the_planner_on_a_preset():
+    model, cluster, batch = PL.PRESETS["GPT-3 175B, 1,024 A100"]
+    plan = PL.Plan(t=8, p=16, d=8, b=1, sp=True, recompute="selective")
+    tr = sim.simulate(model, cluster, batch, plan)
+    pr = PL.predict(model, cluster, batch, plan)
+    assert abs(tr.step_s / pr.step_s - 1) < 0.03
+
+
+def test_a_straggler_is_named_and_symmetric_ranks_are_simulated_once():
+    model, cluster, batch = PL.PRESETS["GPT-3 175B, 1,024 A100"]
+    plan = PL.Plan(t=8, p=16, d=8, b=1, sp=True, recompute="selective")
+    base = sim.simulate(model, cluster, batch, plan)
+    assert len(base.units) == plan.p  # one replica stands for all d
+    assert sum(base.units.values()) == cluster.gpus
+    rank = 8 * 3 + 64 * 5 + 2  # tp 2, dp 3, pp 5
+    slow = sim.simulate(model, cluster, batch, plan, stragglers={rank: 1.1})
+    assert slow.step_s > base.step_s
+    assert next(iter(slow.critical_seconds_by_rank())) == rank
+    assert len(slow.units) == 2 * plan.p  # the slowed replica and the others
+    assert slow.breakdown["straggler_wait"] + slow.breakdown["slowdown"] > 0
+
+
+def test_lognormal_steps_and_seed():
+    model, cluster, batch = SMALL, PL.a100_cluster(32), 64
+    plan = PL.Plan(t=2, p=4, d=4, b=1)
+    a = sim.simulate(model, cluster, batch, plan, stragglers=sim.Lognormal(0.05), steps=4, seed=1)
+    b = sim.simulate(model, cluster, batch, plan, stragglers=sim.Lognormal(0.05), steps=4, seed=1)
+    assert a.steps_s == b.steps_s and len(a.steps_s) == 4
+    assert a.step_s == pytest.approx(np.mean(a.steps_s))
+    clean = sim.simulate(model, cluster, batch, plan)
+    assert min(a.steps_s) >= clean.step_s  # floor 1: jitter only slows
+
+
+def test_chrome_trace_is_valid_json_with_metadata():
+    tr = sim.simulate(SMALL, PL.a100_cluster(16), 32, PL.Plan(t=2, p=4, d=2, b=1))
+    doc = json.loads(json.dumps(tr.to_chrome_trace()))
+    xs = [e for e in doc["traceEvents"] if e["ph"] == "X"]
+    assert len(xs) == len(tr.events)
+    assert {e["name"] for e in doc["traceEvents"] if e["ph"] == "M"} >= {
+        "process_name",
+        "thread_name",
+    }
+    assert max(e["ts"] + e["dur"] for e in xs) == pytest.approx(tr.step_s * 1e6, rel=1e-6)
+
+
+def test_memory_peak_matches_the_schedule():
+    plan = PL.Plan(t=1, p=4, d=2, b=1)
+    tr = sim.simulate(SMALL, PL.a100_cluster(8), 32, plan)
+    mem = tr.memory_peak_bytes
+    assert mem.shape == (8,)
+    assert mem[0] > mem[2]  # 1F1B: stage 0 holds p micro-batches, stage 1 p - 1
+    assert mem[0] == mem[1]  # the two replicas of stage 0 (ranks 0 and 1: dp fastest after tp)
+
+
+def test_bad_input():
+    plan = PL.Plan(t=1, p=4, d=2, b=1)
+    cl = PL.a100_cluster(8)
+    with pytest.raises(ValueError, match="stragglers"):
+        sim.simulate(SMALL, cl, 32, plan, stragglers=[1.2])
+    with pytest.raises(ValueError, match="a rank of stragglers"):
+        sim.simulate(SMALL, cl, 32, plan, stragglers={8: 1.2})
+    with pytest.raises(ValueError, match=r"stragglers\[3\]"):
+        sim.simulate(SMALL, cl, 32, plan, stragglers={3: 0.5})
+    with pytest.raises(ValueError, match="steps"):
+        sim.simulate(SMALL, cl, 32, plan, steps=0)
+    with pytest.raises(ValueError, match="plan.zero"):
+        sim.simulate(SMALL, cl, 32, PL.Plan(t=1, p=4, d=2, b=1, zero=3))
+    with pytest.raises(ValueError, match="schedule"):
+        sim.simulate(SMALL, cl, 32, plan, schedule="interleaved")
+    with pytest.raises(ValueError, match="operations"):
+        g = engine.Graph()
+        g.extend([0] * engine.MAX_OPS, [0.0] * engine.MAX_OPS, [None] * engine.MAX_OPS,
+                 [-1] * engine.MAX_OPS, [0] * engine.MAX_OPS, [0] * engine.MAX_OPS,
+                 [0] * engine.MAX_OPS)  # fmt: skip
+        g.add(0, 1.0)
+
+
+def test_engine_collective_waits_for_its_last_member():
+    g = engine.Graph()
+    a = g.add(0, 1.0)
+    b = g.add(1, 3.0)
+    ca = g.add(2, 0.5, ((a, 1.0),), group=0)
+    cb = g.add(3, 0.5, ((b, 1.0),), group=0)
+    after = g.add(0, 1.0, ((ca, 1.0),))
+    start, end, crit, ready = engine.run(g, 4)
+    assert start[ca] == start[cb] == 3.0 and ready[ca] == 1.0
+    assert start[after] == 3.5 and crit[after] == ca and crit[ca] == b
+
+
+def test_engine_reports_a_cycle():
+    g = engine.Graph()
+    g.add(0, 1.0, ((1, 1.0),))
+    g.add(1, 1.0, ((0, 1.0),))
+    with pytest.raises(RuntimeError, match="deadlocked"):
+        engine.run(g, 2)
+
+
+@pytest.mark.parametrize("name, v", [("1f1b", 1), ("gpipe", 1), ("zb-h1", 1), ("zb-v", 2),
+                                     ("dualpipe-v", 2), ("interleaved", 2)])  # fmt: skip
+def test_replay_equals_the_pipeline_simulation(name, v):
+    from scaleout.sim import replay
+
+    p, m = 4, 8
+    ref = PP.schedule(name, p, m, v, t_f=1.0, t_b=2.0, t_comm=0.25,
+                      **({"t_w": 0.5} if name in PP.SPLIT_BACKWARD else {}))  # fmt: skip
+    durations = []
+    for r in range(p):
+        sel = np.flatnonzero(ref.stage == r)
+        sel = sel[np.argsort(ref.start[sel], kind="stable")]
+        durations.append((ref.end[sel] - ref.start[sel]).tolist())
+    rp = replay.pipeline(name, p, m, durations, t_comm=0.25, v=v)
+    assert rp.step_s == pytest.approx(ref.makespan, rel=1e-12)
+    for r in range(p):
+        assert rp.order[r] == [f"{k}{j}" + (f"c{c}" if c else "") for k, j, c in ref.ops(r)]
+
+
+def test_replay_collective_names_the_slow_rank():
+    from scaleout.sim import replay
+
+    rp = replay.collective([[1.0, 2.0], [1.0, 2.0], [1.0, 5.0], [1.0, 2.0]], 0.5, [0.1] * 4)
+    assert rp.step_s == pytest.approx(6.6)
+    assert next(iter(rp.critical)) == 2
