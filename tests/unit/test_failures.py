@@ -191,3 +191,11 @@ def test_published_rows_are_sourced_and_add_up():
 def test_the_csv_is_installed_as_package_data():
     cfg = tomllib.loads((ROOT / "pyproject.toml").read_text())
     assert "data/*.csv" in cfg["tool"]["setuptools"]["package-data"]["scaleout"]
+
+
+def test_restart_budget_is_where_goodput_meets_the_target():
+    m, c = 10012.0, 10.0
+    r = F.max_restart_s(m, c, 0.9)
+    assert F.goodput(m, c, r, F.optimal_interval(c, m)) == pytest.approx(0.9, abs=1e-12)
+    assert F.max_restart_s(m, 60.0, 0.9) < 0  # no restart is fast enough
+    assert np.all(np.diff(F.max_restart_s(m, [1.0, 10.0, 30.0], 0.9)) < 0)

@@ -12,7 +12,7 @@ Taught in chapter 17 (``chapters/17_failures.ipynb``). One concept per file:
 """
 
 from .checkpoint import STRATEGIES, CheckpointSize, Strategy, best, checkpoint_size, strategies
-from .goodput import goodput, job_mtbf_s, rate_per_gpu_hour
+from .goodput import goodput, job_mtbf_s, max_restart_s, rate_per_gpu_hour
 from .intervals import daly, lambert_w0, optimal_interval, young
 from .simulate import JobResult, expected_events, simulate_job
 
@@ -28,6 +28,7 @@ __all__ = [
     "goodput",
     "job_mtbf_s",
     "lambert_w0",
+    "max_restart_s",
     "optimal_interval",
     "rate_per_gpu_hour",
     "simulate_job",

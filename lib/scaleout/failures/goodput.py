@@ -109,6 +109,24 @@ def goodput(mtbf_s, checkpoint_s, restart_s, interval_s, *, background_s=0.0):
     return _out("goodput", np.clip(g, 0.0, 1.0))
 
 
+def max_restart_s(mtbf_s, checkpoint_s, target):
+    """The longest mean restart R (seconds) that still reaches goodput ``target`` in (0, 1)
+    with synchronous checkpoints of ``checkpoint_s`` at their best interval: R enters
+    :func:`goodput` only as the factor e^(-R/M) and does not move the optimum, so
+    R_max = M ln(G0 / target) with G0 the goodput at R = 0. Negative when even an instant
+    restart misses the target (by that many seconds' worth). Vectorised."""
+    from .intervals import optimal_interval
+
+    m = _seconds("mtbf_s", mtbf_s)
+    c = _seconds("checkpoint_s", checkpoint_s)
+    t = checks.array("target", target, low=0.0, high=1.0, low_open=True, high_open=True)
+    m, c, t = _broadcast(mtbf_s=m, checkpoint_s=c, target=t)
+    g0 = goodput(m, c, 0.0, optimal_interval(c, m))
+    with np.errstate(divide="ignore"):
+        r = m * np.log(np.maximum(g0, 1e-300) / t)
+    return _out("restart_s", r)
+
+
 def job_mtbf_s(gpus, rates_per_gpu_hour):
     """Mean time between failures of a job on ``gpus`` GPUs, in seconds: 3600 / (gpus x the
     sum of the per-GPU failure rates), for independent components failing as Poisson

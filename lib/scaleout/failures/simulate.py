@@ -94,8 +94,8 @@ def simulate_job(
     background_s=0.0,
     seed=0,
 ) -> JobResult:
-    """Simulate ``jobs`` (2 or more) independent jobs, each training for ``segments`` x ``interval_s``
-    seconds of useful work, with Poisson failures of mean ``mtbf_s``; synchronous
+    """Simulate ``jobs`` (2 or more) independent jobs, each training for ``segments`` x
+    ``interval_s`` seconds of useful work, with Poisson failures of mean ``mtbf_s``; synchronous
     checkpoints of ``checkpoint_s`` seconds, or asynchronous ones (``background_s`` > 0: a
     ``checkpoint_s`` stall, then durable ``background_s`` later, at most ``interval_s``);
     ``restart_s`` after every failure. A job ends when its last checkpoint is durable.

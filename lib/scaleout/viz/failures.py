@@ -130,6 +130,45 @@ def scale_figure(gpus, goodputs: Mapping[str, Sequence], title: str = "") -> go.
     return fig
 
 
+def budget_figure(
+    checkpoint_s, budget_s: Mapping[str, Sequence], marks: Mapping[str, float], title: str = ""
+) -> go.Figure:
+    """The largest mean restart time (minutes) that keeps a goodput target, against the
+    checkpoint stall (seconds, log axis): one line per entry of ``budget_s`` (seconds, NaN
+    or negative where no restart is fast enough) and a dotted vertical line per entry of
+    ``marks`` ({label: checkpoint_s})."""
+    x, series = _series(checkpoint_s, budget_s, "budget_s")
+    fig = go.Figure(layout=dict(template=template()))
+    for i, (label, y) in enumerate(series.items()):
+        minutes = [None if v is None or v < 0 else v / 60 for v in y]
+        fig.add_scatter(
+            x=x.tolist(),
+            y=minutes,
+            mode="lines",
+            name=label,
+            line=dict(color=rank_color(i)),
+            hovertemplate="C = %{x:.3g} s: R up to %{y:.3g} min<extra></extra>",
+        )
+    if not isinstance(marks, Mapping) or len(marks) > MAX_CURVES:
+        raise checks.fail("marks", f"a mapping of at most {MAX_CURVES} labels -> seconds", marks)
+    for j, (label, c) in enumerate(marks.items()):
+        fig.add_vline(
+            x=checks.positive(f"marks[{label!r}]", c),
+            line=dict(dash="dot", color=rank_color(3 + j)),
+            annotation_text=str(label),
+            annotation_position="top right" if j % 2 else "bottom left",
+        )
+    fig.update_xaxes(type="log", title_text="checkpoint stall (s)")
+    fig.update_yaxes(title_text="largest mean restart (min)", rangemode="tozero")
+    fig.update_layout(
+        title=_title(title),
+        height=420,
+        margin=dict(t=60, b=100),
+        legend=dict(orientation="h", y=-0.25, x=0),
+    )
+    return fig
+
+
 def causes_figure(causes: Mapping[str, tuple], title: str = "") -> go.Figure:
     """Horizontal bars of interruptions per root cause ({component: (category, count,
     share)}), coloured by category, largest on top."""
@@ -232,4 +271,4 @@ def explorer_figure(
     return fig
 
 
-__all__ = ["causes_figure", "explorer_figure", "interval_figure", "scale_figure"]
+__all__ = ["budget_figure", "causes_figure", "explorer_figure", "interval_figure", "scale_figure"]
