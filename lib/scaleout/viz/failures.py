@@ -6,6 +6,7 @@ library for them).
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Mapping, Sequence
 
 import numpy as np
@@ -27,6 +28,12 @@ STRATEGY_COLOR = {
 #: The explorer's fixed interval grid (seconds): 1 minute to 24 hours, shared by all states.
 EXPLORER_INTERVALS = np.geomspace(60.0, 86400.0, 40)
 EXPLORER_MODELS = {"8B": 8e9, "70B": 70e9, "405B": 405e9, "1T": 1e12}
+
+
+@functools.cache
+def _template():
+    """The theme, built once (the explorer draws hundreds of figures)."""
+    return template()
 
 
 def _title(title) -> str:
@@ -236,38 +243,32 @@ def explorer_figure(
         g[ok] = F.goodput(m, s.stall_s, s.restart_s, taus[ok], background_s=s.background_s)
         curves[name] = g
         marks[name] = F.best(m, s)
-    fig = go.Figure(layout=dict(template=template()))
+    data = []
     for name, g in curves.items():
         color = STRATEGY_COLOR[name]
-        fig.add_scatter(
-            x=(taus / 60).tolist(),
-            y=[None if not np.isfinite(v) else 100 * v for v in g],
-            mode="lines",
-            name=name,
-            line=dict(color=color),
-            hovertemplate="%{x:.3g} min: %{y:.2f}%<extra>" + name + "</extra>",
-        )
+        data.append(
+            dict(type="scatter", x=(taus / 60).tolist(), mode="lines", name=name,
+                 y=[None if not np.isfinite(v) else 100 * v for v in g], line=dict(color=color),
+                 hovertemplate="%{x:.3g} min: %{y:.2f}%<extra>" + name + "</extra>")
+        )  # fmt: skip
         tau, best = marks[name]
-        fig.add_scatter(
-            x=[tau / 60],
-            y=[100 * best],
-            mode="markers",
-            showlegend=False,
-            marker=dict(color=color, size=10, symbol="star", line=dict(color="white", width=1)),
-            hovertemplate=f"best: %{{x:.3g}} min, %{{y:.2f}}%<extra>{name}</extra>",
-        )
-    fig.update_xaxes(type="log", title_text="checkpoint interval (minutes)", range=[0, 3.2])
-    fig.update_yaxes(title_text="goodput (%)", range=[0, 100])
+        data.append(
+            dict(type="scatter", x=[tau / 60], y=[100 * best], mode="markers", showlegend=False,
+                 marker=dict(color=color, size=10, symbol="star",
+                             line=dict(color="white", width=1)),
+                 hovertemplate=f"best: %{{x:.3g}} min, %{{y:.2f}}%<extra>{name}</extra>")
+        )  # fmt: skip
     sub = (
         f"job MTBF {m / 3600:.3g} h; checkpoint {size.total / 1e12:.3g} TB, "
         f"sync stall {strats['synchronous'].stall_s:.3g} s"
     )
-    fig.update_layout(
-        title=f"{model} on {n:,} GPUs<br><sup>{sub}</sup>",
-        height=440,
-        margin=dict(t=80, b=110),
-        legend=dict(orientation="h", y=-0.25, x=0),
-    )
+    layout = dict(
+        template=_template(), title=dict(text=f"{model} on {n:,} GPUs<br><sup>{sub}</sup>"),
+        height=440, margin=dict(t=80, b=110), legend=dict(orientation="h", y=-0.25, x=0),
+        xaxis=dict(type="log", title=dict(text="checkpoint interval (minutes)"), range=[0, 3.2]),
+        yaxis=dict(title=dict(text="goodput (%)"), range=[0, 100]),
+    )  # fmt: skip
+    fig = go.Figure(data=data, layout=layout, skip_invalid=False)
     return fig
 
 
