@@ -7,6 +7,8 @@ BASELINES = {
     "row": call("bloom-176b", "checkpoint time"),
     "llama3_causes": call(),
     "observed": call("llama3-405b", "all"),
+    "assumed_range": call("restart time"),
+    "per_component_rates": call(),
 }
 SKIP = {
     "Row": "a plain record read from the CSV by rows()",

@@ -3,7 +3,7 @@
 Taught in chapter 17 (``chapters/17_failures.ipynb``). One concept per file:
 
 * :mod:`.intervals`: Young's and Daly's checkpoint intervals and the exact optimum;
-* :mod:`.goodput`: the closed-form goodput (its derivation in the module docstring), the
+* :mod:`.renewal`: the closed-form goodput (its derivation in the module docstring), the
   job's MTBF from per-component failure rates;
 * :mod:`.simulate`: a Monte Carlo of whole jobs that the closed form is tested against;
 * :mod:`.checkpoint`: checkpoint sizes from the ZeRO chapter's accounting, and the
@@ -12,8 +12,8 @@ Taught in chapter 17 (``chapters/17_failures.ipynb``). One concept per file:
 """
 
 from .checkpoint import STRATEGIES, CheckpointSize, Strategy, best, checkpoint_size, strategies
-from .goodput import goodput, job_mtbf_s, max_restart_s, rate_per_gpu_hour
 from .intervals import daly, lambert_w0, optimal_interval, young
+from .renewal import goodput, job_mtbf_s, max_restart_s, rate_per_gpu_hour
 from .simulate import JobResult, expected_events, simulate_job
 
 __all__ = [

@@ -11,7 +11,8 @@ parameter. Written without duplicates (``torch.distributed.checkpoint`` saves a 
 tensor once), the total spreads over the GPUs; what each GPU *holds* of it depends on the
 model-parallel size and the ZeRO stage.
 
-Three ways to write it (each a :class:`Strategy` for :func:`scaleout.failures.goodput`):
+Three ways to write it (each a :class:`Strategy` for
+:func:`scaleout.failures.renewal.goodput`):
 
 * ``"synchronous"``: every GPU waits until storage has the whole checkpoint:
   stall = total bytes / storage write bandwidth (aggregate).
@@ -36,9 +37,10 @@ from dataclasses import dataclass
 import numpy as np
 
 from .. import checks, memory
-from .goodput import MAX_GPUS, goodput
 from .intervals import MAX_SECONDS, optimal_interval
+from .renewal import MAX_GPUS, goodput
 
+#: The ways to write a checkpoint that :func:`strategies` prices.
 STRATEGIES = ("synchronous", "asynchronous", "in-memory")
 #: Largest model, in parameters, the size functions take (1e15).
 MAX_PARAMS = 1e15

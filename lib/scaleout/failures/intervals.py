@@ -14,10 +14,11 @@ Sources:
   dumps", Future Generation Computer Systems 22(3), 2006, eq. (37):
   tau = sqrt(2 C M) [1 + (1/3) sqrt(C / 2M) + (1/9) (C / 2M)] - C  for C < 2M,
   tau = M  for C >= 2M.
-* The exact optimum of the exponential model of :func:`scaleout.failures.goodput` (the
-  model Daly's paper expands): maximising tau / (e^((tau + C)/M) - 1) gives
-  e^((tau + C)/M) (1 - tau/M) = 1, whose solution is tau = M (1 + W0(-e^(-1 - C/M))) with
-  W0 the principal branch of Lambert's W. The restart time does not move the optimum.
+* The exact optimum of the exponential model of
+  :func:`scaleout.failures.renewal.goodput` (the model Daly's paper expands): maximising
+  tau / (e^((tau + C)/M) - 1) gives e^((tau + C)/M) (1 - tau/M) = 1, whose solution is
+  tau = M (1 + W0(-e^(-1 - C/M))) with W0 the principal branch of Lambert's W. The restart
+  time does not move the optimum.
 
 Every function is vectorised over numpy arrays of at most ``checks.MAX_ELEMENTS`` values and
 takes finite, positive seconds up to :data:`MAX_SECONDS`.
@@ -29,7 +30,7 @@ import numpy as np
 
 from .. import checks
 
-#: Largest time any argument may be: 100 years in seconds.
+#: Largest time any argument may be (100 years, in seconds).
 MAX_SECONDS = 100 * 365.25 * 86400.0
 
 
@@ -88,7 +89,7 @@ def _w0_from_gap(gap: np.ndarray) -> np.ndarray:
 
 
 def optimal_interval(checkpoint_s, mtbf_s):
-    """The interval that maximises :func:`scaleout.failures.goodput` exactly:
+    """The interval that maximises :func:`scaleout.failures.renewal.goodput` exactly:
     M (1 + W0(-e^(-1 - C/M))) seconds. Vectorised."""
     c, m = _seconds("checkpoint_s", checkpoint_s), _seconds("mtbf_s", mtbf_s)
     ratio = c / m

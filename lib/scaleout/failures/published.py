@@ -91,6 +91,29 @@ def row(run: str, quantity: str) -> Row:
     return next(r for r in rows() if r.run == run and r.quantity == quantity)
 
 
+def assumed_range(quantity: str) -> tuple[float, float]:
+    """(low, high) of an assumed value, from its ``uncertainty`` ("range A to B unit")."""
+    r = row("assumed", quantity)
+    words = r.uncertainty.split()
+    if len(words) < 4 or words[0] != "range" or words[2] != "to":
+        raise ValueError(
+            f"assumed {quantity!r} has no 'range A to B' uncertainty: {r.uncertainty!r}"
+        )
+    low, high = float(words[1]), float(words[3])
+    if not low <= r.value <= high:
+        raise ValueError(f"assumed {quantity!r}: {r.value} lies outside its range {low}..{high}")
+    return low, high
+
+
+def per_component_rates() -> dict[str, float]:
+    """Llama 3's unexpected interruptions per GPU-hour, per component of Table 5 (count over
+    GPUs x hours of the 54-day snapshot): the input of
+    :func:`scaleout.failures.job_mtbf_s`."""
+    n = value("llama3-405b", "gpus")
+    hours = value("llama3-405b", "snapshot period") * HOURS_PER_DAY
+    return {name: count / (n * hours) for name, (_, count, _) in llama3_causes().items()}
+
+
 def llama3_causes() -> dict[str, tuple[str, int, float]]:
     """Llama 3's Table 5: {component: (category, interruptions, share in % as printed)}."""
     out = {}

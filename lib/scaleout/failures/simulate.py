@@ -1,11 +1,12 @@
 """A Monte Carlo of whole training jobs that fail, event by event.
 
 Taught in chapter 17 (``chapters/17_failures.ipynb``). The closed form
-:func:`scaleout.failures.goodput` is derived by a renewal-reward argument; this module does
-not use that argument. It draws a Poisson process of failure times on an absolute clock and
-walks every job through it: compute tau, stop C to checkpoint, (asynchronously) wait W for
-the checkpoint to become durable, lose everything since the last durable checkpoint when a
-failure comes, restart for R (a failure during the restart starts it again). The tests
+:func:`scaleout.failures.renewal.goodput` is derived by a renewal-reward argument; this
+module does not use that argument. It draws a Poisson process of failure times on an
+absolute clock and walks every job through it: compute tau, stop C to checkpoint,
+(asynchronously) wait W for the checkpoint to become durable, lose everything since the
+last durable checkpoint when a failure comes, restart for R (a failure during the restart
+starts it again). The tests
 hold the closed form to this simulation within one percentage point.
 
 Vectorised over jobs (numpy arrays of ``jobs`` entries, one loop step per event); the

@@ -14,7 +14,7 @@ import plotly.graph_objects as go
 
 from .. import checks
 from .. import failures as F
-from ..failures.goodput import MAX_GPUS
+from ..failures.renewal import MAX_GPUS
 from .theme import rank_color, template
 
 MAX_POINTS = 4096
@@ -27,6 +27,7 @@ STRATEGY_COLOR = {
 }
 #: The explorer's fixed interval grid (seconds): 1 minute to 24 hours, shared by all states.
 EXPLORER_INTERVALS = np.geomspace(60.0, 86400.0, 40)
+#: The explorer's models, by name: parameters.
 EXPLORER_MODELS = {"8B": 8e9, "70B": 70e9, "405B": 405e9, "1T": 1e12}
 
 
