@@ -1,4 +1,4 @@
-"""Checkpoint intervals: Young's, Daly's, and the exact optimum of :func:`goodput`.
+"""Checkpoint intervals: Young's, Daly's, and the exact optimum of the goodput model.
 
 Taught in chapter 17, "Failures, checkpoints and goodput" (``chapters/17_failures.ipynb``).
 Units: seconds. ``checkpoint_s`` (C) is the time the job stops to write one checkpoint,

@@ -108,7 +108,7 @@ def assumed_range(quantity: str) -> tuple[float, float]:
 def per_component_rates() -> dict[str, float]:
     """Llama 3's unexpected interruptions per GPU-hour, per component of Table 5 (count over
     GPUs x hours of the 54-day snapshot): the input of
-    :func:`scaleout.failures.job_mtbf_s`."""
+    :func:`scaleout.failures.renewal.job_mtbf_s`."""
     n = value("llama3-405b", "gpus")
     hours = value("llama3-405b", "snapshot period") * HOURS_PER_DAY
     return {name: count / (n * hours) for name, (_, count, _) in llama3_causes().items()}

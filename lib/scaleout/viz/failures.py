@@ -27,7 +27,7 @@ STRATEGY_COLOR = {
 }
 #: The explorer's fixed interval grid (seconds): 1 minute to 24 hours, shared by all states.
 EXPLORER_INTERVALS = np.geomspace(60.0, 86400.0, 40)
-#: The explorer's models, by name: parameters.
+#: The explorer's models and their parameter counts.
 EXPLORER_MODELS = {"8B": 8e9, "70B": 70e9, "405B": 405e9, "1T": 1e12}
 
 
