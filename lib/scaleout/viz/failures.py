@@ -271,6 +271,3 @@ def explorer_figure(
     )  # fmt: skip
     fig = go.Figure(data=data, layout=layout, skip_invalid=False)
     return fig
-
-
-__all__ = ["budget_figure", "causes_figure", "explorer_figure", "interval_figure", "scale_figure"]
