@@ -25,7 +25,7 @@ STRATEGY_COLOR = {
     "asynchronous": rank_color(1),
     "in-memory": rank_color(2),
 }
-#: The explorer's fixed interval grid (seconds): 1 minute to 24 hours, shared by all states.
+#: The explorer's fixed grid of intervals in seconds, 1 minute to 24 hours (shared by all states).
 EXPLORER_INTERVALS = np.geomspace(60.0, 86400.0, 40)
 #: The explorer's models and their parameter counts.
 EXPLORER_MODELS = {"8B": 8e9, "70B": 70e9, "405B": 405e9, "1T": 1e12}
