@@ -18,10 +18,23 @@ def _leftovers() -> set[str]:
     return {p.name for p in Path(tempfile.gettempdir()).glob("scaleout-failures-*")}
 
 
+def _demo_processes() -> set[int]:
+    """Processes of this user running the demo's ranks or its torchrun."""
+    found = set()
+    for proc in Path("/proc").glob("[0-9]*"):
+        try:
+            cmd = (proc / "cmdline").read_bytes().replace(b"\0", b" ")
+        except OSError:
+            continue
+        if b"scaleout.demos.failures" in cmd and proc.stat().st_uid == os.getuid():
+            found.add(int(proc.name))
+    return found
+
+
 @pytest.mark.slow
 @pytest.mark.timeout(400)
 def test_a_killed_rank_restarts_resumes_and_ends_bitwise_equal():
-    before = _leftovers()
+    before, running = _leftovers(), _demo_processes()
     out = D.launch(steps=10, checkpoint_every=3, kill_rank=1, kill_step=8, timeout_s=300)
     assert out.returncode == 0, out.stdout + out.stderr[-3000:]
     lines = out.ok_lines
@@ -33,6 +46,7 @@ def test_a_killed_rank_restarts_resumes_and_ends_bitwise_equal():
     assert "ok Adam states bitwise identical to an uninterrupted run" in lines
     assert re.search(r"exitcode\s*:\s*-9", out.stderr), "torchrun saw the SIGKILL"
     assert _leftovers() <= before  # the temporary checkpoint folder is gone
+    assert _demo_processes() <= running  # and no rank or launcher outlived the run
 
 
 @pytest.mark.slow
