@@ -1,8 +1,8 @@
 """Published failure statistics (``scaleout/data/failures.csv``) and what follows from them.
 
 Taught in chapter 17 (``chapters/17_failures.ipynb``). The CSV is in the book's long format,
-one number per row: ``run``, ``quantity``, ``category`` (a setting column: the root-cause
-category of Llama 3's Table 5), ``value``, ``unit``, ``source`` (a key of
+one number per row: ``key`` (unique), ``run``, ``quantity``, ``category`` (a setting column:
+the root-cause category of Llama 3's Table 5), ``value``, ``unit``, ``source`` (a key of
 ``references.bib``; empty for assumed values), ``locator`` (table, section, file),
 ``kind`` (measured, read-off, stated, assumed), ``uncertainty`` and ``note``.
 
@@ -23,6 +23,7 @@ from importlib import resources
 from .. import checks
 
 COLUMNS = (
+    "key",
     "run",
     "quantity",
     "category",
@@ -42,6 +43,7 @@ HOURS_PER_DAY = 24.0
 class Row:
     """One published (or assumed) number with its source."""
 
+    key: str
     run: str
     quantity: str
     category: str
@@ -69,6 +71,8 @@ def rows() -> tuple[Row, ...]:
         if row.kind != "assumed" and not row.source:
             raise ValueError(f"failures.csv row {row.run}/{row.quantity} has no source")
         out.append(row)
+    if len({r.key for r in out}) != len(out):
+        raise ValueError("failures.csv has duplicate keys")
     return tuple(out)
 
 
