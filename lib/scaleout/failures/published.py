@@ -1,0 +1,158 @@
+"""Published failure statistics (``scaleout/data/failures.csv``) and what follows from them.
+
+Taught in chapter 17 (``chapters/17_failures.ipynb``). The CSV is in the book's long format,
+one number per row: ``key`` (unique), ``run``, ``quantity``, ``category`` (a setting column:
+the root-cause category of Llama 3's Table 5), ``value``, ``unit``, ``source`` (a key of
+``references.bib``; empty for assumed values), ``locator`` (table, section, file),
+``kind`` (measured, read-off, stated, assumed), ``uncertainty`` and ``note``.
+
+Rows: Llama 3 405B's 54-day snapshot of interruptions and its root causes (Dubey et al.
+2024, Sec. 3.3.4 and Table 5) and storage (Sec. 3.3.1); BLOOM-176B's checkpoint size, time
+and interval (Bekman, ML Engineering Open Book) with its shape (model card, training
+script); OPT-175B's restarts (Zhang et al. 2022, Sec. 2.5); the book's assumptions, with
+their ranges. (A loader of its own until the book's data loader covers this file.)
+"""
+
+from __future__ import annotations
+
+import csv
+import functools
+from dataclasses import dataclass
+from importlib import resources
+
+from .. import checks
+
+COLUMNS = (
+    "key",
+    "run",
+    "quantity",
+    "category",
+    "value",
+    "unit",
+    "source",
+    "locator",
+    "kind",
+    "uncertainty",
+    "note",
+)
+KINDS = ("measured", "read-off", "stated", "assumed")
+HOURS_PER_DAY = 24.0
+
+
+@dataclass(frozen=True)
+class Row:
+    """One published (or assumed) number with its source."""
+
+    key: str
+    run: str
+    quantity: str
+    category: str
+    value: float
+    unit: str
+    source: str
+    locator: str
+    kind: str
+    uncertainty: str
+    note: str
+
+
+@functools.cache
+def rows() -> tuple[Row, ...]:
+    """Every row of ``failures.csv``, checked (columns, kinds, numbers, a source for every
+    row that is not assumed)."""
+    text = resources.files("scaleout").joinpath("data/failures.csv").read_text("utf-8")
+    reader = csv.DictReader(text.splitlines())
+    if tuple(reader.fieldnames or ()) != COLUMNS:
+        raise ValueError(f"failures.csv must have the columns {COLUMNS}, got {reader.fieldnames}")
+    out = []
+    for line in reader:
+        row = Row(**{**line, "value": float(line["value"])})
+        checks.choice("kind", row.kind, KINDS)
+        if row.kind != "assumed" and not row.source:
+            raise ValueError(f"failures.csv row {row.run}/{row.quantity} has no source")
+        out.append(row)
+    if len({r.key for r in out}) != len(out):
+        raise ValueError("failures.csv has duplicate keys")
+    return tuple(out)
+
+
+def runs() -> tuple[str, ...]:
+    """The runs in the file, in order."""
+    return tuple(dict.fromkeys(r.run for r in rows()))
+
+
+def value(run: str, quantity: str) -> float:
+    """The value of ``quantity`` for ``run`` (in the row's unit)."""
+    checks.choice("run", run, runs())
+    found = {r.quantity: r for r in rows() if r.run == run}
+    checks.choice("quantity", quantity, tuple(found))
+    return found[quantity].value
+
+
+def row(run: str, quantity: str) -> Row:
+    """The whole :class:`Row` of ``quantity`` for ``run``."""
+    value(run, quantity)
+    return next(r for r in rows() if r.run == run and r.quantity == quantity)
+
+
+def assumed_range(quantity: str) -> tuple[float, float]:
+    """(low, high) of an assumed value, from its ``uncertainty`` ("range A to B unit")."""
+    r = row("assumed", quantity)
+    words = r.uncertainty.split()
+    if len(words) < 4 or words[0] != "range" or words[2] != "to":
+        raise ValueError(
+            f"assumed {quantity!r} has no 'range A to B' uncertainty: {r.uncertainty!r}"
+        )
+    low, high = float(words[1]), float(words[3])
+    if not low <= r.value <= high:
+        raise ValueError(f"assumed {quantity!r}: {r.value} lies outside its range {low}..{high}")
+    return low, high
+
+
+def per_component_rates() -> dict[str, float]:
+    """Llama 3's unexpected interruptions per GPU-hour, per component of Table 5 (count over
+    GPUs x hours of the 54-day snapshot): the input of
+    :func:`scaleout.failures.renewal.job_mtbf_s`."""
+    n = value("llama3-405b", "gpus")
+    hours = value("llama3-405b", "snapshot period") * HOURS_PER_DAY
+    return {name: count / (n * hours) for name, (_, count, _) in llama3_causes().items()}
+
+
+def llama3_causes() -> dict[str, tuple[str, int, float]]:
+    """Llama 3's Table 5: {component: (category, interruptions, share in % as printed)}."""
+    out = {}
+    for r in rows():
+        if r.run == "llama3-405b" and r.quantity.startswith("unexpected: "):
+            name = r.quantity.removeprefix("unexpected: ")
+            share = value("llama3-405b", f"unexpected share: {name}")
+            out[name] = (r.category, int(r.value), share)
+    return out
+
+
+@dataclass(frozen=True)
+class Observed:
+    """A run's interruptions turned into rates: the job's mean time between interruptions
+    (seconds) and the per-GPU rate (interruptions per GPU-hour)."""
+
+    run: str
+    interruptions: float
+    gpus: int
+    hours: float
+    job_mtbf_s: float
+    per_gpu_hour: float
+
+
+def observed(run: str, which: str = "unexpected") -> Observed:
+    """Interruption rates of ``run`` ("llama3-405b": ``which`` = "all" or "unexpected"
+    interruptions in the 54 days; "opt-175b": manual plus automatic restarts in about two
+    months, lower bounds)."""
+    checks.choice("run", run, ("llama3-405b", "opt-175b"))
+    if run == "llama3-405b":
+        checks.choice("which", which, ("all", "unexpected"))
+        count = value(run, "interruptions" if which == "all" else "unexpected interruptions")
+        hours = value(run, "snapshot period") * HOURS_PER_DAY
+    else:
+        count = value(run, "manual restarts") + value(run, "automatic restarts")
+        hours = value(run, "period") * HOURS_PER_DAY
+    gpus = int(value(run, "gpus"))
+    return Observed(run, count, gpus, hours, hours * 3600.0 / count, count / (gpus * hours))
