@@ -19,7 +19,7 @@ own: Korthikanti et al.'s Table 4 (``KORTHIKANTI_TABLE4``, nothing fitted to the
 layer's forward and backward time with and without sequence parallelism and selective or
 full recomputation (:func:`layer_rows`, :func:`layer_summary`). Their times include the
 tensor-parallel collectives on the node's NVLink, which the layer model leaves out, so the
-comparison adds them as chapter 14's planner does (NCCL's collective times,
+comparison adds them as chapter 15's planner does (NCCL's collective times,
 :func:`scaleout.nccl.collective_seconds`, and the overlap rules of
 :func:`scaleout.overlap.tp_layer`, which the planner's ``tp_exposed`` follows): priced with
 NCCL's model on a DGX A100 (:func:`scaleout.machine.preset`),
