@@ -302,7 +302,8 @@ def test_figures_are_built_from_the_predictions():
 @pytest.mark.timeout(120)
 def test_3d_mesh_equals_one_process():
     out = run(train_3d, 8, timeout=100, show_output=False)
-    assert [o["coords"] for o in out] == [(i, j, k) for i in range(2) for j in range(2)
+    # Megatron's order (scaleout.mesh): rank = t + 2 d + 4 p, so (d, p, t) by rank is
+    assert [o["coords"] for o in out] == [(i, j, k) for j in range(2) for i in range(2)
                                           for k in range(2)]  # fmt: skip
     for o in out:
         assert o["weight_error"] < TOLERANCE and o["loss_error"] < TOLERANCE

@@ -48,7 +48,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from . import checks, hardware, transformer
+from . import checks, hardware, overlap, transformer
 
 #: GPU memory in bytes assumed when none is named (an H100 SXM's 80 GB, from hardware).
 DEFAULT_GPU_BYTES = hardware.gpu("H100-SXM").memory_gb * 1e9
@@ -338,7 +338,7 @@ def exposed_comm_seconds(comm_seconds, compute_seconds, pieces=1):
     c = checks.array("comm_seconds", comm_seconds, low=0.0)
     k = checks.array("compute_seconds", compute_seconds, low=0.0)
     n = _counts("pieces", pieces, MAX_LAYERS)
-    return _out("exposed seconds", np.maximum(c, k) - k + np.minimum(c, k) / n)
+    return _out("exposed seconds", overlap.pieces(c, k, n))  # the rule lives in overlap
 
 
 #: The forward pass's share of a ZeRO-3 micro-batch's communication and of its compute, one

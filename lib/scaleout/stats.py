@@ -73,6 +73,14 @@ class ErrorSummary:
     max_abs_error: float
     spearman: float
 
+    def __post_init__(self):
+        checks.integer("count", self.count, 1, MAX_VALUES)
+        checks.nonnegative("median_abs_error", self.median_abs_error)
+        checks.nonnegative("max_abs_error", self.max_abs_error)
+        rho = self.spearman
+        if not (checks.is_real(rho) and (rho != rho or -1.0 <= rho <= 1.0)):
+            raise checks.fail("spearman", "a number in [-1, 1], or NaN", rho)
+
 
 def error_summary(predicted, measured) -> ErrorSummary:
     """:class:`ErrorSummary` of a model's ``predicted`` values against ``measured`` ones."""
