@@ -10,11 +10,16 @@ _ROWS = tuple(
 _CORR = fit_corrections(compare(Log("allreduce", 16, (), None, _ROWS), "dgx-a100", 2))
 _M = planner.Model("small", 8, 1024, 16, seq=1024)
 
+_CLUSTER = planner.a100_cluster(16)
+_PRED = planner.search(_M, _CLUSTER, 64)[:1]
+
 BASELINES = {
-    "calibrated_cluster": call(planner.a100_cluster(16), _CORR),
+    "calibrated_cluster": call(_CLUSTER, _CORR),
+    "simulated": call(_M, _CLUSTER, 64, list(_PRED), calibration=1.0),
 }
 SKIP = {
     "rerank": "two planner searches per case (seconds each): its arguments are checked by "
     "planner.search, fuzzed in planner_search; tested in the chapter",
     "Rerank": "a record of planner predictions, built by rerank (checked in __post_init__)",
+    "Simulated": "a record built by simulated from a planner prediction and a simulated time",
 }

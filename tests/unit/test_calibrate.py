@@ -441,3 +441,20 @@ def test_chatter_between_rows_and_tags():
     log = CAL.parse_nccl_tests(text)
     assert len(log.rows) == 1 and log.ranks == 16  # no device list: NCCL's nRanks
     assert any("Init COMPLETE" in x for x in log.info)
+
+
+def test_simulated_ranks_the_planners_plans_with_the_step_simulator():
+    from scaleout import planner
+
+    model = planner.Model("small", 8, 1024, 16, seq=1024)
+    cluster = planner.a100_cluster(16)
+    preds = planner.search(model, cluster, 64, calibration=1.5)[:4]
+    out = CAL.simulated(model, cluster, 64, list(preds), calibration=1.5)
+    times = [s.simulated_s for s in out]
+    assert times == sorted(times) and len(out) == 4
+    for s in out:  # the simulator agrees with the closed form within a few per cent here
+        assert abs(s.simulated_s / s.prediction.step_s - 1) < 0.05
+    slower = CAL.simulated(model, cluster, 64, list(preds[:1]), calibration=3.0)[0]
+    assert slower.simulated_s > out[0].simulated_s or slower.plan != out[0].plan
+    with pytest.raises(ValueError, match="predictions"):
+        CAL.simulated(model, cluster, 64, [])

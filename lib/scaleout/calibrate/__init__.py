@@ -24,13 +24,13 @@ from .gloo import gloo_log, time_collective
 from .judge import Comparison, compare, evidence
 from .nccl_tests import format_nccl_tests, parse_nccl_tests, parse_nccl_tests_all
 from .records import COLLECTIVES, Log, Result, Row
-from .replan import calibrated_cluster, rerank
+from .replan import Simulated, calibrated_cluster, rerank, simulated
 from .report import report
 
 __all__ = [
     "COLLECTIVES", "CeilingFit", "Comparison", "Correction", "Fit", "Log", "Result", "Row",
-    "Sweep", "calibrate_ceiling", "calibrated_cluster", "compare", "evidence",
+    "Simulated", "Sweep", "calibrate_ceiling", "calibrated_cluster", "compare", "evidence",
     "fit_corrections", "fit_latency_bandwidth", "format_nccl_tests", "gloo_log",
     "parse_nccl_tests", "parse_nccl_tests_all", "read_gemm_csv", "read_mamf", "report",
-    "rerank", "sweep", "time_collective",
+    "rerank", "simulated", "sweep", "time_collective",
 ]  # fmt: skip

@@ -73,3 +73,32 @@ def rerank(model, cluster, global_batch: int, correction: Correction | None = No
         after_cluster, note = calibrated_cluster(cluster, correction)
     after = planner.search(model, after_cluster, global_batch, space, calibration=k)
     return Rerank(tuple(before[:top]), tuple(after[:top]), f"{note}; compute time x{k:.2f}")
+
+
+@dataclass(frozen=True)
+class Simulated:
+    """One plan as the planner's closed form and the step simulator price it."""
+
+    prediction: object  # a planner.Prediction
+    simulated_s: float
+
+    @property
+    def plan(self):
+        return self.prediction.plan
+
+
+def simulated(model, cluster, global_batch: int, predictions, calibration: float = 1.0):
+    """The planner's ``predictions`` (at most 20) simulated step by step on ``cluster``
+    (:func:`scaleout.sim.simulate`, chapter 16) with the same compute ``calibration``, fastest
+    first: the simulator's ranking of the plans beside the closed form's."""
+    from .. import sim  # chapter 16's simulator: below this chapter, imported when used
+
+    k = checks.real("calibration", calibration, 0.1, 10.0)
+    if not isinstance(predictions, list | tuple) or not 1 <= len(predictions) <= 20:
+        raise checks.fail("predictions", "a list of 1 to 20 planner predictions", predictions)
+    out = []
+    for p in predictions:
+        checks.instance("predictions", p, planner.Prediction)
+        trace = sim.simulate(model, cluster, global_batch, p.plan, calibration=k)
+        out.append(Simulated(p, float(trace.step_s)))
+    return tuple(sorted(out, key=lambda s: s.simulated_s))
