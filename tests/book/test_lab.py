@@ -22,12 +22,12 @@ import time
 from pathlib import Path
 
 import pytest
+from repo_paths import ROOT, TOOLS
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tools"))
+sys.path[:0] = [str(TOOLS), str(Path(__file__).resolve().parent)]
 import notebook as N  # noqa: E402
 from test_site import CHROMEDRIVER, CHROMIUM, wait_for  # noqa: E402
 
-ROOT = Path(__file__).resolve().parents[1]
 JUPYTER = Path(sys.executable).with_name("jupyter")
 CHAPTERS = [p.relative_to(ROOT).as_posix() for p in N.chapter_paths(ROOT)]
 pytestmark = [pytest.mark.browser, pytest.mark.slow]
