@@ -18,7 +18,7 @@ from repo_paths import FIXTURES
 from scaleout import costmodel, nccl
 from scaleout.demos.nccl import main as demo_main
 from scaleout.nccl import constants as C
-from scaleout.nccl import p2p, published, search, shm, tuning, wire
+from scaleout.nccl import p2p, published, search, tuning, wire
 
 GIB = 2**30
 # The lines of NCCL's source that the constants cite, committed (tools/nccl_cited_lines.py
@@ -293,16 +293,6 @@ def test_topology_overrides_and_groups():
 def test_bad_input_is_a_clear_value_error(call):
     with pytest.raises(ValueError, match="must|no algorithm"):
         call()
-
-
-# --- the protocols on CPU processes ---------------------------------------------------------
-
-
-@pytest.mark.parametrize("protocol", ["ll", "simple"])
-@pytest.mark.parametrize("nbytes", [4, 4096, 2**20])
-def test_shared_memory_protocols_deliver_intact_data_without_torn_reads(protocol, nbytes):
-    r = shm.pingpong(protocol, nbytes, iters=20, timeout=60)
-    assert r.intact and r.torn == 0 and r.seconds > 0
 
 
 def test_protocol_pictures():
