@@ -10,10 +10,11 @@ the chapter gives, so Lab is tested on those outputs and on one live run:
 * every chapter, opened as committed: no error output, every plotly figure drawn by the
   lab extension, and MyST (admonitions, exercises) rendered by jupyterlab-myst rather than
   shown as raw text;
-* :data:`LIVE_CHAPTER`, run in a fresh kernel from its first cell through its first
-  distributed cell (processes forked from the Lab kernel) and the check after it: every
-  cell ran without an error, printed what it printed when the outputs were committed, and
-  moving a control of each explorer on the way redraws its figure in the live kernel.
+* :data:`LIVE_CHAPTER`, its committed outputs cleared, and four of its cells run one after
+  the other in a fresh kernel: the imports, the first explorer, the first distributed cell
+  (processes forked from the Lab kernel) and the check after it. Each ran without an error
+  and printed what it printed when the outputs were committed, and moving a control of the
+  explorer redraws its figure in the live kernel. (So no chapter runs a third time here.)
 
 Explorers are one class (``scaleout.widgets.Explorer``) whatever the chapter, so one live
 explorer tests the kernel round trip; each chapter's figures for every control value are
@@ -184,8 +185,8 @@ return null;
 """
 
 
-#: The chapter run live: its first distributed cell comes early (code cell 18 of 27) and
-#: an explorer before it.
+#: The chapter run live (a few of its cells): an explorer and a distributed cell that need
+#: nothing but the imports.
 LIVE_CHAPTER = "chapters/01_collectives.ipynb"
 
 OPEN_STATE = """
@@ -208,24 +209,37 @@ return {code, errors, plotly, cells: cells.length,
 """
 
 RUN_STATE = """
-const nb = jupyterapp.shell.currentWidget, stop = arguments[0];
+const nb = jupyterapp.shell.currentWidget, which = arguments[0];
 const cells = nb.content.model.cells;
-let code = 0, ran = 0, errors = [], streams = {};
-for (let i = 0; i < stop; i++) {
-  const c = cells.get(i);
+let ran = 0, outputs = 0, errors = [], streams = {};
+for (let k = 0; k < cells.length; k++) {
+  const c = cells.get(k);
   if (c.type !== 'code') continue;
-  code++;
+  outputs += c.outputs.length;
+  if (!which.includes(k)) continue;
   if (c.executionCount) ran++;
   let text = '';
   for (let j = 0; j < c.outputs.length; j++) {
     const o = c.outputs.get(j).toJSON();
-    if (o.output_type === 'error') errors.push([i, o.ename, o.evalue]);
+    if (o.output_type === 'error') errors.push([k, o.ename, o.evalue]);
     if (o.output_type === 'stream') text += Array.isArray(o.text) ? o.text.join('') : o.text;
   }
-  streams[i] = text;
+  streams[k] = text;
+}
+const counts = [];
+for (let k = 0; k < cells.length; k++) {
+  const c = cells.get(k);
+  if (c.type === 'code' && c.executionCount) counts.push(k);
 }
 const kernel = nb.sessionContext.session.kernel;
-return {code, ran, errors, streams, status: kernel ? kernel.status : 'none'};
+return {ran, outputs, errors, streams, counts, status: kernel ? kernel.status : 'none'};
+"""
+
+RUN_CELL = """
+const nb = jupyterapp.shell.currentWidget;
+nb.content.deselectAll();
+nb.content.activeCellIndex = arguments[0];
+jupyterapp.commands.execute('notebook:run-cell');
 """
 
 
@@ -308,26 +322,28 @@ def test_chapter_opens_as_committed_in_jupyterlab(lab_driver, lab_url, chapter):
         _shutdown(driver)
 
 
-def _live_cells(path) -> tuple[int, int]:
-    """``(first, stop)``: the index (among all cells) of the first distributed cell of
-    ``path``, and the index just past the code cell after it (its check): a live run
-    executes cells [0, stop)."""
+def _live_cells(path) -> tuple[int, list[int]]:
+    """``(dist, cells)``: the index (among all cells) of the first distributed cell of
+    ``path``, and the cells a live run executes: the first code cell (the imports), the first
+    explorer, the distributed cell and the code cell after it (its check)."""
     cells = N.load(path).cells
+    code = [i for i, c in enumerate(cells) if c.cell_type == "code"]
     calls = re.compile(r"\brun\([^)]*nprocs")
-    first = next(i for i, c in enumerate(cells) if c.cell_type == "code" and calls.search(c.source))
-    after = next(i for i in range(first + 1, len(cells)) if cells[i].cell_type == "code")
-    return first, after + 1
+    dist = next(i for i in code if calls.search(cells[i].source))
+    explorer = next(i for i in code if "Explorer(" in cells[i].source)
+    check = next(i for i in code if i > dist)
+    return dist, sorted({code[0], explorer, dist, check})
 
 
-def _committed_streams(path, stop) -> tuple[dict[int, str], list]:
-    """Stream text of code cells [0, stop) as committed (cells whose output nbval ignores
+def _committed_streams(path, which) -> tuple[dict[int, str], list]:
+    """Stream text of the code cells ``which`` as committed (cells whose output nbval ignores
     left out), and nbval's sanitizing rules (``tests/nbval_sanitize.cfg``)."""
     cfg = configparser.ConfigParser(interpolation=None)
     cfg.read(ROOT / "tests" / "nbval_sanitize.cfg")
     rules = [(re.compile(s["regex"]), s["replace"]) for s in cfg.values() if "regex" in s]
     out = {}
-    for i, cell in enumerate(N.load(path).cells[:stop]):
-        if cell.cell_type != "code" or "nbval-ignore-output" in cell.metadata.get("tags", []):
+    for i, cell in enumerate(N.load(path).cells):
+        if i not in which or "nbval-ignore-output" in cell.metadata.get("tags", []):
             continue
         text = "".join(o.get("text", "") for o in cell.outputs if o.output_type == "stream")
         out[i] = text
@@ -336,22 +352,32 @@ def _committed_streams(path, stop) -> tuple[dict[int, str], list]:
 
 def test_a_chapter_runs_live_in_jupyterlab(lab_driver, lab_url):
     driver, chapter = lab_driver, LIVE_CHAPTER
-    first, stop = _live_cells(ROOT / chapter)
-    committed, rules = _committed_streams(ROOT / chapter, stop)
+    dist, which = _live_cells(ROOT / chapter)
+    committed, rules = _committed_streams(ROOT / chapter, which)
     _open(driver, lab_url, chapter, kernel=True)
     try:
-        driver.execute_script(
-            f"jupyterapp.shell.currentWidget.content.activeCellIndex = {stop};"
-            "jupyterapp.commands.execute('notebook:run-all-above');"
+        # Clear the committed outputs and execution counts: what follows is the live run's.
+        driver.execute_script("jupyterapp.commands.execute('notebook:clear-all-cell-outputs')")
+        _wait(
+            driver,
+            "const cells = jupyterapp.shell.currentWidget.content.model.cells;"
+            "for (let k = 0; k < cells.length; k++) { const c = cells.get(k);"
+            " if (c.type === 'code' && (c.outputs.length || c.executionCount)) return false; }"
+            "return true;",
+            60,
+            f"the outputs of {chapter} to clear",
         )
-        deadline, state = time.monotonic() + 600, None
-        while time.monotonic() < deadline:
-            state = driver.execute_script(RUN_STATE, stop)
-            if state["errors"] or (state["ran"] == state["code"] and state["status"] == "idle"):
-                break
-            time.sleep(1)
-        assert not state["errors"], f"{chapter}: error outputs {state['errors']}"
-        assert state["ran"] == state["code"] > 0, f"{chapter}: {state['ran']}/{state['code']} ran"
+        for k in which:  # one cell at a time, each after the previous one finished
+            driver.execute_script(RUN_CELL, k)
+            deadline, state = time.monotonic() + 600, None
+            while time.monotonic() < deadline:
+                state = driver.execute_script(RUN_STATE, which)
+                if state["errors"] or (k in state["counts"] and state["status"] == "idle"):
+                    break
+                time.sleep(0.5)
+            assert not state["errors"], f"{chapter}: error outputs {state['errors']}"
+            assert k in state["counts"], f"{chapter}: cell {k} did not run"
+        assert state["counts"] == which, f"{chapter}: ran {state['counts']}, not {which}"
 
         def clean(text):
             for regex, replace in rules:
@@ -361,13 +387,13 @@ def test_a_chapter_runs_live_in_jupyterlab(lab_driver, lab_url):
         for i, text in committed.items():
             assert clean(state["streams"][str(i)]) == clean(text), f"{chapter} cell {i} printed"
         # The distributed cell ran its processes: each printed its line, as committed.
-        assert "[rank 1]" in committed[first], f"{chapter} cell {first}: not distributed"
-        assert clean(state["streams"][str(first)]) == clean(committed[first])
+        assert "[rank 1]" in committed[dist], f"{chapter} cell {dist}: not distributed"
+        assert clean(state["streams"][str(dist)]) == clean(committed[dist])
         _check_myst(driver, chapter)
         # Explorers among the cells that ran: moving the first control of each redraws it.
         outputs = "jupyterapp.shell.currentWidget.node.querySelectorAll('.widget-output')"
-        ran = (f"[].concat(...jupyterapp.shell.currentWidget.content.widgets.slice(0, {stop})"
-               ".map(w => [...w.node.querySelectorAll('.widget-output')]))")  # fmt: skip
+        ran = (f"[].concat(...{json.dumps(which)}.map(k => [...jupyterapp.shell.currentWidget"
+               ".content.widgets[k].node.querySelectorAll('.widget-output')]))")  # fmt: skip
         figure, move = EXPLORER_FIGURE.replace(outputs, ran), MOVE_CONTROL.replace(outputs, ran)
         assert figure != EXPLORER_FIGURE and move != MOVE_CONTROL
         explorers = driver.execute_script(f"return {ran}.length")
