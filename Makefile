@@ -95,7 +95,8 @@ test-notebooks: $(STAMP)
 	$(BIN)/python -m pytest $(NBVAL) -m "not browser" chapters tests/book
 
 # The browser tests of tests/book: the site `make site` built, and JupyterLab (which opens
-# every chapter as committed and runs four cells of chapter 1 live: an explorer, a distributed cell).
+# every chapter as committed, and runs four cells of chapter 1 live: an explorer, a
+# distributed cell).
 test-browser: $(STAMP) browser-deps
 	$(BIN)/python -m pytest -m browser tests/book
 
