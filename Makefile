@@ -8,13 +8,18 @@ NB ?= chapters/01_collectives.ipynb
 JB_FLAGS := --warningiserror --nitpick --keep-going
 NBVAL := --nbval --nbval-current-env --nbval-sanitize-with tests/nbval_sanitize.cfg
 
-.PHONY: help setup book book-clean clean page outputs lab lint test test-fast test-baseline browser-deps bench
+.PHONY: help setup book book-clean site clean page outputs lab lint test test-fast test-integration test-notebooks\
+	test-baseline test-browser browser-deps bench
 
 help:
 	@echo "make book        build the whole book to _build/html (sets everything up on first use)"
-	@echo "make test        every test: lint, library, launcher, torchrun, nbval, clean build, browser"
-	@echo "make test-fast   library, launcher and torchrun tests only (no book build, no browser)"
+	@echo "make test        every test: lint, unit, integration, nbval (twice), clean build, browser"
+	@echo "make test-fast   the unit tier: fast library tests (tests/unit; no processes, no notebooks)"
+	@echo "make test-integration  processes: launcher, torchrun, demos, fuzz (tests/integration)"
+	@echo "make test-notebooks    every chapter executed once under strict nbval, and tests/book's static checks"
 	@echo "make test-baseline  the notebook tests with numpy on its baseline SIMD paths only"
+	@echo "make test-browser  the built site and JupyterLab in headless Chromium (after make site)"
+	@echo "make site        the HTML from the committed outputs, from clean (no chapter executed)"
 	@echo "make page NB=chapters/01_collectives.ipynb   execute and build one chapter on its own"
 	@echo "make outputs [NB=...]  re-execute chapter(s) in place to refresh committed outputs"
 	@echo "make lab         open the chapters in JupyterLab"
@@ -32,8 +37,18 @@ book: $(STAMP)
 	$(BIN)/jupyter-book build $(JB_FLAGS) .
 	@echo "The book is at $(CURDIR)/_build/html/index.html"
 
-# What CI builds: no cache, so the first build's warnings cannot hide.
+# A clean build that executes every chapter (no cache, so the first build's warnings cannot hide).
 book-clean: clean book
+
+# What `make test` builds: from clean (warnings cannot hide), with warnings as errors, from the
+# committed outputs: no chapter is executed. Valid because nbval proves, in the same `make test`
+# and before this build, that executing each chapter reproduces its committed outputs.
+site: $(STAMP)
+	rm -rf _build
+	@mkdir -p _build
+	sed 's/execute_notebooks: force/execute_notebooks: "off"/' _config.yml > _build/_config.site.yml
+	@grep -q 'execute_notebooks: "off"' _build/_config.site.yml
+	$(BIN)/jupyter-book build $(JB_FLAGS) --config _build/_config.site.yml .
 
 clean:
 	rm -rf _build
@@ -66,14 +81,33 @@ lint: $(STAMP)
 browser-deps:
 	@bash tools/ensure-chromium
 
+# The unit tier: fast library tests, no processes, no notebooks (tests/unit).
 test-fast: $(STAMP)
-	$(BIN)/python -m pytest -m "not browser" tests
+	$(BIN)/python -m pytest tests/unit
 
-# The one test command (README, CI): lint, a clean warnings-as-errors build, every test, then
-# the notebooks once more with numpy restricted to its baseline SIMD paths (as on another CPU).
-test: $(STAMP) browser-deps lint book-clean
-	$(BIN)/python -m pytest $(NBVAL) tests chapters
+# The integration tier: CPU processes (scaleout.dist, torchrun, the demos) and the fuzzer.
+test-integration: $(STAMP)
+	$(BIN)/python -m pytest tests/integration
+
+# Every chapter executed once under strict nbval (the committed outputs must come back), and
+# the static checks of tests/book (chapter layout, check cells).
+test-notebooks: $(STAMP)
+	$(BIN)/python -m pytest $(NBVAL) -m "not browser" chapters tests/book
+
+# The browser tests of tests/book: the site `make site` built, and JupyterLab (which opens
+# every chapter as committed, and runs four cells of chapter 1 live: an explorer, a
+# distributed cell).
+test-browser: $(STAMP) browser-deps
+	$(BIN)/python -m pytest -m browser tests/book
+
+# The one test command (README, CI). Each step stops `make` (and CI) when it fails; each chapter
+# is executed twice (nbval, then nbval on numpy's baseline SIMD paths), never by the build.
+test: $(STAMP) browser-deps lint
+	$(BIN)/python -m pytest tests/unit tests/integration
+	$(MAKE) --no-print-directory test-notebooks
 	$(MAKE) --no-print-directory test-baseline
+	$(MAKE) --no-print-directory site
+	$(MAKE) --no-print-directory test-browser
 
 # The committed outputs must not depend on the CPU: numpy's SIMD paths (AVX-512, AVX2, ...)
 # differ in the last bit of exp/log/power. NPY_DISABLE_CPU_FEATURES turns them all off.

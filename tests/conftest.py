@@ -1,4 +1,9 @@
-"""Shared test helpers."""
+"""Shared test helpers, for every tier: ``tests/unit`` (fast library tests, what
+``make test-fast`` runs), ``tests/integration`` (processes: the launcher, torchrun, the demos,
+the fuzzer) and ``tests/book`` (the chapters, the built site, JupyterLab).
+
+This folder goes on ``sys.path``: tests import ``repo_paths`` (where the repository's parts
+are) and ``fuzz`` (the fuzzer, whose baselines are ``tests/fuzz_baselines``) from here."""
 
 from __future__ import annotations
 
@@ -9,6 +14,8 @@ from pathlib import Path
 
 import pytest
 from hypothesis import settings
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 # Property tests draw the same examples on every run ("ci", the default), so `make test`
 # passes or fails the same way on every machine; HYPOTHESIS_PROFILE=explore draws new ones

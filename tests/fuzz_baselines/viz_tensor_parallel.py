@@ -19,7 +19,7 @@ BASELINES = {
         inter="nic-400g",
         peak_flops=989.5e12,
     ),
-    # gpu= (which sets intra and peak_flops) is tested in tests/test_tensor_parallel.py
+    # gpu= (which sets intra and peak_flops) is tested in tests/unit/test_tensor_parallel.py
     "stage_transfer_animation": call(2, True, 1, 64, 256, 2),
     "overlap_figure": call(RECORDS, title="a layer"),
     "figure13_figure": call(published.figure13()),

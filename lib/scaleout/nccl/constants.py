@@ -3,8 +3,9 @@
 Pinned release: NCCL ``v2.27.7-1`` (https://github.com/NVIDIA/nccl/tree/v2.27.7-1). Every
 number the model uses is a :class:`Constant` of :data:`CONSTANTS`: its value as this module
 stores it, and the :class:`Source` (file and line range in that release) where NCCL states
-it. ``tests/test_nccl.py`` reads those lines from a checkout of the release (when one is on
-the machine) and checks that every stored number is written there. Nothing here is fitted.
+it. ``tests/unit/test_nccl.py`` checks that every stored number is written at those lines,
+which ``tests/fixtures/nccl_cited_lines.json`` holds (only the cited lines, with the release's
+commit; ``tools/nccl_cited_lines.py`` writes them from a clone). Nothing here is fitted.
 
 Units follow NCCL: latencies in microseconds, bandwidths in GB/s (1e9 bytes/s) *per
 channel* unless named otherwise. Indices follow NCCL's own order (``nccl_common.h``):

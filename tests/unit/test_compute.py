@@ -4,19 +4,18 @@ from __future__ import annotations
 
 import json
 import math
-from pathlib import Path
 
 import numpy as np
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from repo_paths import ROOT
 
 from scaleout import compute as C
 from scaleout import hardware as H
 from scaleout.compute import published as P
 from scaleout.compute import validation as V
 
-ROOT = Path(__file__).resolve().parents[1]
 GPUS = ("A100-40GB", "A100-80GB", "H100-SXM", "H100-PCIe", "H200", "B200", "GB200")
 dims = st.integers(1, 2**15)
 

@@ -1,6 +1,6 @@
 """scaleout.planner: a hand-computed step, the search's constraints, the published runs and
-their numbers, robustness (issue 21); the figures; the 2 x 2 x 2 gloo mesh (forked and
-under torchrun)."""
+their numbers, robustness (issue 21); the figures. The 2 x 2 x 2 gloo mesh (forked and
+under torchrun): tests/integration."""
 
 import dataclasses
 import math
@@ -14,8 +14,6 @@ from hypothesis import strategies as st
 from scaleout import compute, nccl
 from scaleout import memory as MEM
 from scaleout import planner as PL
-from scaleout.demos.planner import TOLERANCE, train_3d
-from scaleout.dist import run
 from scaleout.nccl import p2p
 from scaleout.viz import planner as VP
 
@@ -297,25 +295,6 @@ def test_figures_are_built_from_the_predictions():
         assert len(fig.data) == 2 and "best:" in fig.layout.title.text
     mesh = VP.mesh_figure(2, 2, 2)
     assert list(mesh.data[-1].text) == [str(r) for r in range(8)]
-
-
-@pytest.mark.timeout(120)
-def test_3d_mesh_equals_one_process():
-    out = run(train_3d, 8, timeout=100, show_output=False)
-    # Megatron's order (scaleout.mesh): rank = t + 2 d + 4 p, so (d, p, t) by rank is
-    assert [o["coords"] for o in out] == [(i, j, k) for j in range(2) for i in range(2)
-                                          for k in range(2)]  # fmt: skip
-    for o in out:
-        assert o["weight_error"] < TOLERANCE and o["loss_error"] < TOLERANCE
-    losses = out[-1]["losses"]
-    assert losses == pytest.approx(out[-1]["reference_losses"], abs=TOLERANCE)
-    assert losses[-1] < losses[0]  # it trains
-
-
-@pytest.mark.slow
-@pytest.mark.timeout(150)
-def test_3d_demo_under_torchrun(torchrun):
-    assert "3D run equals one process" in torchrun("scaleout.demos.planner", nproc=8, timeout=140)
 
 
 def test_zero3_exposure_is_chapter_6s_per_pass_pipeline():

@@ -7,13 +7,8 @@ library's ``ValueError`` or return a finite result, within a time and memory bud
 
 from __future__ import annotations
 
-import sys
-from pathlib import Path
-
+import fuzz  # tests/fuzz.py (tests/ is on sys.path: tests/conftest.py)
 import pytest
-
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-import fuzz  # noqa: E402
 
 MODULES = sorted(fuzz.discover())
 

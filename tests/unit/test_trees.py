@@ -1,5 +1,6 @@
 """scaleout.trees: NCCL's double binary tree, its properties, the pipelined all-reduce and
-its costs; the gloo two-tree all-reduce of scaleout.demos.trees; the chapter's figures."""
+its costs; the chapter's figures. The gloo two-tree all-reduce of scaleout.demos.trees:
+tests/integration."""
 
 from __future__ import annotations
 
@@ -13,8 +14,6 @@ from hypothesis import strategies as st
 from scaleout import collectives as C
 from scaleout import costmodel as M
 from scaleout import trees as T
-from scaleout.demos.trees import check_tree_allreduce
-from scaleout.dist import run
 from scaleout.viz import trees as VT
 
 OLD = (2, 4, 0)  # any release before 2.8.3
@@ -400,18 +399,6 @@ def test_flows_two_trees_fan_in_and_out_against_ring_one_to_one():
     assert fin.max() == fout.max() == 4 and fin.sum() == fout.sum()
     fin1, _ = T.flows_per_step(T.tree_allreduce_schedule(p, 32, 16, 1).steps(), p)
     assert fin1.max() == 3  # two children up, the parent down
-
-
-# ------------------------------------------------------------------ gloo, real processes
-
-
-@pytest.mark.timeout(120)
-@pytest.mark.parametrize("world_size", [4, 5, 8])
-def test_gloo_two_tree_allreduce_equals_dist_all_reduce(world_size):
-    for numel, chunks in ((1, 1), (13, 3), (1001, 4)):
-        results = run(check_tree_allreduce, world_size, kwargs=dict(numel=numel, chunks=chunks),
-                      show_output=False, timeout=90)  # fmt: skip
-        assert results == [{"two_trees": 0.0, "one_tree": 0.0}] * world_size
 
 
 # ------------------------------------------------------------------ figures

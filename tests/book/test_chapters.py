@@ -10,13 +10,12 @@ from __future__ import annotations
 import json
 import re
 import sys
-from pathlib import Path
 
 import pytest
 import yaml
+from repo_paths import ROOT, TOOLS
 
-ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT / "tools"))
+sys.path.insert(0, str(TOOLS))
 import notebook as N  # noqa: E402
 
 CHAPTERS = N.chapter_paths(ROOT)

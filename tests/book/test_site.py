@@ -19,8 +19,8 @@ from urllib.parse import quote, urlparse
 
 import pytest
 import yaml
+from repo_paths import ROOT
 
-ROOT = Path(__file__).resolve().parents[1]
 # Overridable to test a build made elsewhere (e.g. one chapter built with its own toc).
 SITE = Path(os.environ.get("SCALEOUT_SITE", ROOT / "_build" / "html"))
 TOC = Path(os.environ.get("SCALEOUT_TOC", ROOT / "_toc.yml"))
