@@ -65,6 +65,7 @@ lint: $(STAMP)
 
 browser-deps:
 	@bash tools/ensure-chromium
+	@bash tools/ensure-axe
 
 test-fast: $(STAMP)
 	$(BIN)/python -m pytest -m "not browser" tests
