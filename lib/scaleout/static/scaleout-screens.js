@@ -548,7 +548,29 @@
       });
   }
 
+  // A second skip link, after the theme's "Skip to main content": to the first explorer's
+  // first control (a keyboard reader otherwise tabs through every link and code block above).
+  function skipToExplorer() {
+    var skip = document.querySelector(".skip-link");
+    var first = document.querySelector(".scaleout-explorer[data-explorer]");
+    if (!skip || !first || skip.querySelector(".scaleout-skip-explorer")) { return; }
+    var link = document.createElement("a");
+    link.className = "scaleout-skip-explorer";
+    link.href = "#" + first.id;
+    link.textContent = "Skip to the first explorer";
+    link.addEventListener("click", function (e) {
+      var control = first.querySelector(".scaleout-control-input:not([disabled])");
+      if (!control) { return; }
+      e.preventDefault();
+      control.scrollIntoView({ block: "center" });
+      control.focus();
+    });
+    skip.appendChild(document.createTextNode(" "));
+    skip.appendChild(link);
+  }
+
   function init() {
+    skipToExplorer();
     document.querySelectorAll(".scaleout-choice-bar[role=radiogroup]").forEach(initRadiogroup);
     explorerNotes();
     toggleNames();
