@@ -429,11 +429,22 @@
   // Print: scale every figure to the page (its SVG has the screen's width in pixels).
   function fitForPrint(on) {
     document.querySelectorAll(".scaleout-figure").forEach(function (el) {
-      if (!on) { el.style.zoom = ""; return; }
-      var w = el.scrollWidth || el.clientWidth;
       var svg = el.querySelector(".main-svg");
-      if (svg) { w = Math.max(w, svg.getBoundingClientRect().width); }
-      el.style.zoom = w > PRINT_PX ? String(PRINT_PX / w) : "";
+      if (!on) {
+        if (el.dataset.printZoom) {
+          el.style.zoom = ""; el.style.width = el.dataset.screenWidthStyle || "100%";
+          delete el.dataset.printZoom;
+        }
+        return;
+      }
+      if (!svg || el.dataset.printZoom) { return; }
+      var w = Number(svg.getAttribute("width")) || svg.getBoundingClientRect().width;
+      if (w <= PRINT_PX) { return; }
+      var k = PRINT_PX / w;
+      el.dataset.screenWidthStyle = el.style.width;
+      el.dataset.printZoom = String(k);
+      el.style.width = w + "px"; // plotly's own width, then scaled as a whole
+      el.style.zoom = String(k);
     });
   }
   window.addEventListener("beforeprint", function () { fitForPrint(true); });
