@@ -550,8 +550,25 @@
     });
   }
 
-  // Folded cells: the toggle's accessible name contains its visible text.
+  // Folded cells and the theme's buttons: an accessible name that contains the visible text
+  // (a speech-input user says what they see).
   function toggleNames() {
+    // Icons in buttons that carry their own label are decoration, not the button's text.
+    document.querySelectorAll("button[aria-label] > i[class*='fa-']").forEach(function (i) {
+      i.setAttribute("aria-hidden", "true");
+      if (i.classList.contains("theme-switch") && i.title) {
+        i.dataset.title = i.title; // a visible icon's title would be read as its text
+        i.removeAttribute("title");
+      }
+    });
+    document.querySelectorAll(".theme-switch-button[aria-label], .search-button-field[aria-label]")
+      .forEach(function (b) {
+        var visible = (b.innerText || "").replace(/\s+/g, " ").trim();
+        var label = b.getAttribute("aria-label") || "";
+        if (visible && label.toLowerCase().indexOf(visible.toLowerCase()) < 0) {
+          b.setAttribute("aria-label", visible + (label ? " (" + label + ")" : ""));
+        }
+      });
     document.querySelectorAll("details.hide > summary[aria-label], .toggle-button[aria-label]")
       .forEach(function (s) {
         var visible = (s.textContent || "").replace(/\s+/g, " ").trim();
