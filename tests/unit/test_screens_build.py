@@ -113,6 +113,7 @@ def test_colab_cell_rejects_a_repository_that_is_not_a_url(tmp_path):
 NODE_SCRIPT = """
 global.window = {addEventListener() {}, matchMedia() { return {addEventListener() {}}; }};
 global.document = {readyState: "complete", querySelectorAll() { return []; },
+                   querySelector() { return null; },
                    addEventListener() {}};
 require(process.argv[1]);
 const S = window.ScaleoutScreens;
