@@ -45,7 +45,7 @@ AXE_PAGES = [
     "chapters/01_collectives",
     "chapters/05_pipeline_parallel",
     "chapters/10_nccl",
-    "chapters/14_planner",
+    "chapters/15_planner",
     "cheatsheet",
 ]
 pytestmark = pytest.mark.browser
