@@ -80,6 +80,7 @@ lint: $(STAMP)
 
 browser-deps:
 	@bash tools/ensure-chromium
+	@bash tools/ensure-axe
 
 # The unit tier: fast library tests, no processes, no notebooks (tests/unit).
 test-fast: $(STAMP)

@@ -22,6 +22,7 @@ Nothing is committed to the repository: the files come from pinned packages at b
 from __future__ import annotations
 
 import html
+import re
 import shutil
 import sys
 from importlib import resources
@@ -33,6 +34,8 @@ from . import checks
 PLOTLY_JS = "plotly.min.js"  # the name the pages load it under
 PLOTLY_BUNDLE = "plotly-cartesian.min.js"
 EXPLORER_JS = "scaleout-explorer.js"
+SCREENS_JS = "scaleout-screens.js"  # phones, print, keyboard: on every page, after plotly.js
+SEARCH_SCORER_JS = "scaleout-search-scorer.js"
 BOOK_CSS = "scaleout.css"
 MATHJAX_DIR = "mathjax"
 MATHJAX_ENTRY = f"{MATHJAX_DIR}/tex-chtml.js"
@@ -42,7 +45,7 @@ _MATHJAX_PARTS = ("tex-chtml.js", "input", "output/chtml", "a11y", "ui", "adapto
 FIGURE_MARKER = 'class="scaleout-figure'
 EXPLORER_MARKER = 'class="scaleout-explorer"'
 REPORT_CLASS = "scaleout-report"
-STATIC_FILES = (EXPLORER_JS, BOOK_CSS)
+STATIC_FILES = (EXPLORER_JS, BOOK_CSS, SCREENS_JS, SEARCH_SCORER_JS)
 
 
 def plotly_js_path() -> Path:
@@ -75,13 +78,51 @@ def mathjax_es5_path() -> Path:
 
 def _check_assets(app) -> None:
     plotly_js_path()  # fail at the start of a build, not after every page has run
-    static_path(EXPLORER_JS)
-    static_path(BOOK_CSS)
+    for name in STATIC_FILES:
+        static_path(name)
+
+
+# Scripts the theme (pydata-sphinx-theme) puts in every page's <head> for its search-as-you-
+# type, which this book leaves off (`search_as_you_type` is False): the search index (332 KB)
+# is then needed on the search page only, which loads it itself.
+_SEARCH_ONLY_SCRIPTS = ("_static/searchtools.js", "_static/language_data.js", "searchindex.js")
+# The theme's Font Awesome in JavaScript (1.5 MB, 540 KB gzipped) turns <i class="fa-...">
+# into inline SVG; its own stylesheet already draws the same icons from Font Awesome's web
+# fonts (about 160 KB), so the script only doubles them.
+_FONTAWESOME_JS = re.compile(
+    r'\s*<script defer src="(?:\.\./)*_static/scripts/fontawesome\.js(?:\?[^"]*)?"></script>'
+)
+
+
+def lighter_page(page: str, prefix: str, search_page: bool = False) -> str:
+    """``page`` (one built HTML page) without the scripts a reader does not need there:
+    the search index and its tools (except on the search page), Font Awesome's script.
+    ``prefix`` is the page's relative path to the site root ("" or "../")."""
+    checks.instance("page", page, str)
+    if not search_page:
+        for src in _SEARCH_ONLY_SCRIPTS:
+            page = page.replace(f'    <script src="{prefix}{src}"></script>\n', "", 1)
+    return _FONTAWESOME_JS.sub("", page, count=1)
+
+
+def _lighten_pages(app) -> None:
+    if (app.config.html_theme_options or {}).get("search_as_you_type"):
+        return
+    out = Path(app.outdir)
+    for path in out.rglob("*.html"):
+        parts = path.relative_to(out).parts
+        if "_static" in parts or "_sources" in parts:
+            continue
+        text = path.read_text(encoding="utf-8")
+        new = lighter_page(text, "../" * (len(parts) - 1), path == out / "search.html")
+        if new != text:
+            path.write_text(new, encoding="utf-8")
 
 
 def _copy_static(app, exception) -> None:
     if exception is not None or app.builder.format != "html":
         return
+    _lighten_pages(app)
     static = Path(app.outdir) / "_static"
     static.mkdir(parents=True, exist_ok=True)
     shutil.copyfile(plotly_js_path(), static / PLOTLY_JS)
@@ -164,8 +205,23 @@ def _drop_duplicate_scripts(app, pagename, templatename, context, doctree) -> No
     scripts[:] = unique
 
 
+#: MathJax's menu settings: formulas are not tab stops (a page of 287 formulas took 287 Tab
+#: presses to cross); the contextual menu stays on right-click.
+MATHJAX_OPTIONS = {"menuOptions": {"settings": {"inTabOrder": False}}}
+
+
 def _set_mathjax(app, config) -> None:
     config.mathjax_path = MATHJAX_ENTRY
+    settings = dict(config.mathjax3_config or {})
+    options = dict(settings.get("options") or {})
+    menu = dict(options.get("menuOptions") or {})
+    menu["settings"] = dict(menu.get("settings") or {}, inTabOrder=False)
+    options["menuOptions"] = menu
+    settings["options"] = options
+    config.mathjax3_config = settings
+    # Search: chapters rank above API entries (Sphinx's Scorer, overridden in this file).
+    if not getattr(config, "html_search_scorer", ""):
+        config.html_search_scorer = str(static_path(SEARCH_SCORER_JS))
 
 
 def setup(app):
@@ -176,6 +232,9 @@ def setup(app):
     app.connect("html-page-context", _drop_duplicate_scripts, priority=900)
     app.connect("build-finished", _copy_static)
     app.add_css_file(BOOK_CSS)
+    # Every page, in <head> right after plotly.js (priority 100, pages with figures): it lays
+    # each figure out for the reader's screen before it is drawn.
+    app.add_js_file(SCREENS_JS, priority=101)
     return {"version": "0.2", "parallel_read_safe": True, "parallel_write_safe": True}
 
 

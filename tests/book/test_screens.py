@@ -1,0 +1,437 @@
+"""The built book on every screen: a 390 px phone, dark mode, print, keyboard, axe-core.
+
+Headless Debian Chromium (as ``tests/test_site.py``) over ``_build/html`` served on
+127.0.0.1, every other host unresolvable. ``tools/ensure-chromium`` installs the browser and
+``tools/ensure-axe`` installs axe-core (pinned, with its sha512, in tools/axe/package-lock.json);
+``make test`` runs both before the tests.
+
+What a reader must get, page by page:
+
+* on a 390 px phone: no page pans sideways; no figure's title, axis title or legend leaves its
+  SVG or meets the mode bar; no figure text under 9 px;
+* in dark mode (followed from the OS preference): every button and control at 4.5:1 or more;
+* by keyboard: the first explorer control within 40 Tab presses; the figure-switching buttons
+  one tab stop, moved through with the arrow keys;
+* printed: every figure within the page, controls and mode bars not printed;
+* axe-core: no serious or critical violation.
+"""
+
+from __future__ import annotations
+
+import functools
+import http.server
+import os
+import threading
+import time
+from pathlib import Path
+
+import pytest
+import yaml
+
+ROOT = Path(__file__).resolve().parents[2]
+SITE = Path(os.environ.get("SCALEOUT_SITE", ROOT / "_build" / "html"))
+TOC = ROOT / "_toc.yml"
+CHROMIUM = "/usr/bin/chromium"
+CHROMEDRIVER = "/usr/bin/chromedriver"
+AXE = ROOT / "tools" / "axe" / "node_modules" / "axe-core" / "axe.min.js"
+PHONE = (390, 844)
+DESKTOP = (1280, 1000)
+WIDE = (1800, 1000)
+PRINT_PX = 700  # A4 less the print stylesheet's 12 mm margins, in CSS pixels (703)
+MIN_FONT_PX = 9
+MIN_CONTRAST = 4.5
+MAX_TABS = 40
+AXE_PAGES = [
+    "chapters/01_collectives",
+    "chapters/05_pipeline_parallel",
+    "chapters/10_nccl",
+    "chapters/15_planner",
+    "cheatsheet",
+]
+pytestmark = pytest.mark.browser
+
+
+def toc_pages() -> list[str]:
+    toc = yaml.safe_load(TOC.read_text())
+    pages = [toc["root"]]
+
+    def walk(entries):
+        for entry in entries or []:
+            if "file" in entry:
+                pages.append(str(Path(entry["file"]).with_suffix("")))
+            walk(entry.get("chapters"))
+            walk(entry.get("sections"))
+
+    walk(toc.get("parts"))
+    walk(toc.get("chapters"))
+    return pages
+
+
+def pages_with(marker: str) -> list[str]:
+    out = []
+    for page in toc_pages():
+        path = SITE / f"{page}.html"
+        if path.is_file() and marker in path.read_text():
+            out.append(page)
+    return out
+
+
+class QuietHandler(http.server.SimpleHTTPRequestHandler):
+    def log_message(self, *args):
+        pass
+
+
+@pytest.fixture(scope="module")
+def site_url():
+    if not (SITE / "index.html").is_file():
+        pytest.fail(f"no built book at {SITE}: build the book first")
+    handler = functools.partial(QuietHandler, directory=str(SITE))
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    yield f"http://127.0.0.1:{server.server_address[1]}"
+    server.shutdown()
+    server.server_close()
+
+
+@pytest.fixture(scope="module")
+def driver(tmp_path_factory):
+    from selenium import webdriver  # never skipped: CI must fail without a browser
+
+    for path in (CHROMIUM, CHROMEDRIVER):
+        if not Path(path).exists():
+            pytest.fail(f"{path} is missing: run tools/ensure-chromium")
+    options = webdriver.ChromeOptions()
+    options.binary_location = CHROMIUM
+    for arg in (
+        "--headless=new",
+        "--no-sandbox",
+        "--disable-gpu",
+        "--disable-background-networking",
+        "--disable-component-update",
+        "--disable-sync",
+        "--no-first-run",
+        "--hide-scrollbars",
+        f"--window-size={DESKTOP[0]},{DESKTOP[1]}",
+        f"--user-data-dir={tmp_path_factory.mktemp('chromium-screens')}",
+        "--host-resolver-rules=MAP * ~NOTFOUND , EXCLUDE localhost, EXCLUDE 127.0.0.1",
+    ):
+        options.add_argument(arg)
+    service = webdriver.ChromeService(executable_path=CHROMEDRIVER)
+    drv = webdriver.Chrome(options=options, service=service)
+    drv.set_page_load_timeout(90)
+    drv.set_script_timeout(120)
+    yield drv
+    drv.quit()
+
+
+def wait_for(driver, script, timeout=30.0, what="condition", *args):
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        value = driver.execute_script(script, *args)
+        if value:
+            return value
+        time.sleep(0.1)
+    raise AssertionError(f"timed out after {timeout:.0f} s waiting for {what}")
+
+
+DRAWN = """
+const figs = [...document.querySelectorAll('.scaleout-figure')]
+  .filter(el => el.offsetParent !== null);
+return figs.every(el => el.querySelector('.main-svg') && el.dataset.laidOut) ?
+  figs.length + 1 : 0;
+"""
+
+
+def screen(driver, width, height, *, dark=False, media=""):
+    """Emulates a screen: viewport, colour-scheme preference, media type."""
+    driver.execute_cdp_cmd(
+        "Emulation.setDeviceMetricsOverride",
+        {"width": width, "height": height, "deviceScaleFactor": 1, "mobile": width < 600},
+    )
+    driver.execute_cdp_cmd(
+        "Emulation.setEmulatedMedia",
+        {
+            "media": media,
+            "features": [{"name": "prefers-color-scheme", "value": "dark" if dark else "light"}],
+        },
+    )
+
+
+def load(driver, url):
+    driver.get(url)
+    wait_for(driver, "return document.readyState === 'complete'", what="page load")
+    wait_for(driver, DRAWN, what="every visible figure to draw")
+    time.sleep(0.3)  # the last plotly relayout and the scroll hints
+
+
+FIGURE_FITS = """
+const MIN = arguments[0];
+const out = [];
+const within = (a, b) => a.left >= b.left - 1 && a.right <= b.right + 1 &&
+  a.top >= b.top - 1 && a.bottom <= b.bottom + 1;
+const meets = (a, b) => a.left < b.right && b.left < a.right && a.top < b.bottom &&
+  b.top < a.bottom;
+const shown = el => {
+  const r = el.getBoundingClientRect();
+  const s = getComputedStyle(el);
+  return r.width > 0 && r.height > 0 && s.display !== 'none' && s.visibility !== 'hidden' &&
+    Number(s.opacity) > 0;
+};
+for (const fig of document.querySelectorAll('.scaleout-figure')) {
+  if (fig.offsetParent === null) continue;
+  const svg = fig.querySelector('.main-svg');
+  if (!svg) { out.push(`${fig.id}: not drawn`); continue; }
+  const box = svg.getBoundingClientRect();
+  const bar = fig.querySelector('.modebar-container');
+  const barBox = bar && shown(bar) && bar.querySelector('.modebar') &&
+    bar.querySelector('.modebar').getBoundingClientRect();
+  const parts = [...fig.querySelectorAll('.g-gtitle, [class*="title"] text, .legend')]
+    .filter(el => el.closest('.scaleout-figure') === fig && shown(el) &&
+      el.textContent.trim() !== '' && !el.closest('.hoverlayer'));
+  for (const el of parts) {
+    const r = el.getBoundingClientRect();
+    const what = el.classList.contains('legend') ? 'legend' : (el.getAttribute('class') || 'title');
+    if (!within(r, box)) {
+      out.push(`${fig.id}: ${what} "${el.textContent.slice(0, 40)}" leaves its SVG ` +
+        `(${Math.round(r.left)}..${Math.round(r.right)} x ${Math.round(r.top)}..` +
+        `${Math.round(r.bottom)} in ${Math.round(box.left)}..${Math.round(box.right)} x ` +
+        `${Math.round(box.top)}..${Math.round(box.bottom)})`);
+    }
+    if (barBox && barBox.width > 0 && meets(r, barBox)) {
+      out.push(`${fig.id}: ${what} "${el.textContent.slice(0, 40)}" meets the mode bar`);
+    }
+  }
+  for (const t of fig.querySelectorAll('text')) {
+    if (!t.textContent.trim() || !shown(t) || t.closest('.hoverlayer')) continue;
+    const size = parseFloat(getComputedStyle(t).fontSize);
+    if (size < MIN) {
+      out.push(`${fig.id}: text "${t.textContent.slice(0, 30)}" at ${size.toFixed(1)} px`);
+    }
+  }
+}
+return out;
+"""
+
+
+@pytest.mark.parametrize("page", toc_pages())
+def test_phone_no_page_pans_sideways(driver, site_url, page):
+    screen(driver, *PHONE)
+    load(driver, f"{site_url}/{page}.html")
+    culprits = driver.execute_script(
+        """
+        const w = document.documentElement.clientWidth;
+        if (document.documentElement.scrollWidth <= w + 1) return [];
+        return [...document.querySelectorAll('.bd-article *')].filter(el => {
+          const r = el.getBoundingClientRect();
+          return r.right > w + 1 && r.width > 0 && el.offsetParent !== null &&
+            !el.closest('.scaleout-scroll, .scaleout-scrolls, div.math, mjx-container, ' +
+                        '.table-wrapper, pre, .highlight');
+        }).slice(0, 5).map(el => el.tagName + '.' + el.className + ': ' +
+          el.textContent.slice(0, 50));
+        """
+    )
+    width = driver.execute_script("return document.documentElement.scrollWidth")
+    assert width <= PHONE[0] + 1, f"{page} is {width} px wide at {PHONE[0]} px: {culprits}"
+
+
+@pytest.mark.parametrize("page", pages_with('class="scaleout-figure') or ["<no figures>"])
+def test_phone_figures_keep_their_text_inside_and_readable(driver, site_url, page):
+    assert page != "<no figures>", "no page of the built book holds a figure"
+    screen(driver, *PHONE)
+    load(driver, f"{site_url}/{page}.html")
+    problems = driver.execute_script(FIGURE_FITS, MIN_FONT_PX)
+    assert not problems, f"{page} at {PHONE[0]} px:\n" + "\n".join(problems[:20])
+
+
+@pytest.mark.parametrize("page", pages_with('class="scaleout-figure') or ["<no figures>"])
+def test_desktop_figures_keep_their_text_inside_and_clear_of_the_mode_bar(driver, site_url, page):
+    screen(driver, *DESKTOP)
+    load(driver, f"{site_url}/{page}.html")
+    # The mode bar shows on hover: show every one, as a pointer over the figure would.
+    driver.execute_script(
+        "document.querySelectorAll('.modebar').forEach(m => m.classList.add('active'))"
+    )
+    problems = driver.execute_script(FIGURE_FITS, MIN_FONT_PX)
+    assert not problems, f"{page} at {DESKTOP[0]} px:\n" + "\n".join(problems[:20])
+
+
+CONTRAST = """
+const MIN = arguments[0];
+function rgba(c) {
+  const m = c.match(/rgba?\\(([^)]+)\\)/);
+  if (!m) return null;
+  const v = m[1].split(/[ ,\\/]+/).filter(Boolean).map(Number);
+  return [v[0], v[1], v[2], v.length > 3 ? v[3] : 1];
+}
+function lum([r, g, b]) {
+  const f = x => { x /= 255; return x <= 0.03928 ? x / 12.92 : ((x + 0.055) / 1.055) ** 2.4; };
+  return 0.2126 * f(r) + 0.7152 * f(g) + 0.0722 * f(b);
+}
+function background(el) {
+  const layers = [];
+  for (let e = el; e; e = e.parentElement) {
+    const c = rgba(getComputedStyle(e).backgroundColor);
+    if (c && c[3] > 0) { layers.push(c); if (c[3] >= 1) break; }
+  }
+  let out = [255, 255, 255];
+  for (const c of layers.reverse()) {
+    out = out.map((v, i) => c[i] * c[3] + v * (1 - c[3]));
+  }
+  return out;
+}
+function mix(fg, bg) { return fg.slice(0, 3).map((v, i) => v * fg[3] + bg[i] * (1 - fg[3])); }
+const bad = [];
+const controls = document.querySelectorAll(
+  'button, select, input, output, [role=button], [role=radio], .scaleout-control label');
+for (const el of controls) {
+  const r = el.getBoundingClientRect();
+  const s = getComputedStyle(el);
+  if (r.width === 0 || r.height === 0 || s.visibility === 'hidden' || s.display === 'none')
+    continue;
+  if (el.closest('.modebar-container, .hoverlayer')) continue;
+  const text = (el.innerText || el.value || '').trim();
+  const bg = background(el);
+  // Text in the control, else its icon's colour (an icon-only button).
+  const icon = !text && el.querySelector('svg, i, .fa-solid, .fa-brands, [class*="fa-"]');
+  const fgEl = icon || el;
+  // A slider shows no text: its thumb and filled track are drawn in its accent colour.
+  const accent = el.type === 'range' && rgba(getComputedStyle(el).accentColor || '');
+  const fg = mix(accent || rgba(getComputedStyle(fgEl).color), bg);
+  const l1 = lum(fg), l2 = lum(bg);
+  const ratio = (Math.max(l1, l2) + 0.05) / (Math.min(l1, l2) + 0.05);
+  if (ratio < MIN) {
+    bad.push(`${el.tagName}.${el.className} "${(text || el.getAttribute('aria-label') || '')
+      .slice(0, 30)}": ${ratio.toFixed(2)}:1`);
+  }
+}
+return bad;
+"""
+
+
+@pytest.mark.parametrize("page", toc_pages())
+def test_dark_mode_follows_the_os_and_every_control_reads(driver, site_url, page):
+    screen(driver, *DESKTOP, dark=True)
+    driver.get(f"{site_url}/{page}.html")
+    driver.execute_script("localStorage.removeItem('mode'); localStorage.removeItem('theme');")
+    load(driver, f"{site_url}/{page}.html")
+    theme = driver.execute_script("return document.documentElement.dataset.theme")
+    assert theme == "dark", f"{page}: the OS asks for dark, the page is {theme}"
+    bad = driver.execute_script(CONTRAST, MIN_CONTRAST)
+    assert not bad, f"{page} in dark mode, under {MIN_CONTRAST}:1:\n" + "\n".join(bad[:20])
+
+
+@pytest.mark.parametrize("page", pages_with('class="scaleout-explorer"') or ["<none>"])
+def test_first_explorer_control_within_40_tab_presses(driver, site_url, page):
+    """From the top of the page, Tab; a skip link met on the way is followed (Enter), as a
+    keyboard reader would: the first explorer control has focus within 40 Tab presses."""
+    from selenium.webdriver import ActionChains
+    from selenium.webdriver.common.keys import Keys
+
+    assert page != "<none>", "no page of the built book holds an explorer"
+    screen(driver, *DESKTOP)
+    load(driver, f"{site_url}/{page}.html")
+    wait_for(driver, "return document.querySelector('.scaleout-control-input')", 20, "controls")
+    driver.execute_script("document.activeElement && document.activeElement.blur(); scrollTo(0,0)")
+    trail = []
+    for _ in range(MAX_TABS):
+        ActionChains(driver).send_keys(Keys.TAB).perform()
+        here = driver.execute_script(
+            "const a = document.activeElement; return [a.classList.contains("
+            "'scaleout-control-input'), a.tagName + '.' + a.className + ' ' +"
+            " (a.textContent || '').trim().slice(0, 25), a.classList.contains("
+            "'scaleout-skip-explorer')];"
+        )
+        if here[2]:
+            ActionChains(driver).send_keys(Keys.ENTER).perform()
+            here = driver.execute_script(
+                "const a = document.activeElement; return [a.classList.contains("
+                "'scaleout-control-input'), a.tagName + '.' + a.className];"
+            )
+        if here[0]:
+            return
+        trail.append(here[1])
+    raise AssertionError(
+        f"{page}: no explorer control after {MAX_TABS} Tab presses; the last stops were "
+        + "; ".join(trail[-12:])
+    )
+
+
+@pytest.mark.parametrize("page", pages_with('class="scaleout-choice"')[:3] or ["<none>"])
+def test_figure_switches_are_one_tab_stop_moved_by_arrow_keys(driver, site_url, page):
+    from selenium.webdriver.common.keys import Keys
+
+    assert page != "<none>", "no page of the built book holds a figure switch"
+    screen(driver, *DESKTOP)
+    load(driver, f"{site_url}/{page}.html")
+    bar = driver.find_element("css selector", ".scaleout-choice-bar[role=radiogroup]")
+    buttons = bar.find_elements("css selector", "button[role=radio]")
+    stops = [b for b in buttons if b.get_attribute("tabindex") != "-1"]
+    assert len(stops) == 1 and stops[0].get_attribute("aria-checked") == "true"
+    driver.execute_script("arguments[0].scrollIntoView({block: 'center'});", stops[0])
+    driver.execute_script("arguments[0].focus()", stops[0])
+    start = buttons.index(stops[0])
+    stops[0].send_keys(Keys.ARROW_RIGHT)
+    after = (start + 1) % len(buttons)
+    wait_for(
+        driver,
+        "return arguments[0].getAttribute('aria-checked') === 'true' && "
+        "document.activeElement === arguments[0] && arguments[0].tabIndex === 0",
+        5,
+        "the arrow key to choose the next option",
+        buttons[after],
+    )
+    assert stops[0].get_attribute("tabindex") == "-1"
+
+
+@pytest.mark.parametrize("page", pages_with('class="scaleout-figure') or ["<no figures>"])
+def test_printed_figures_fit_the_page(driver, site_url, page):
+    screen(driver, *WIDE)  # figures drawn wider than a page, as on a large screen
+    load(driver, f"{site_url}/{page}.html")
+    screen(driver, *WIDE, media="print")
+    time.sleep(0.3)
+    result = driver.execute_script(
+        """
+        const out = [];
+        for (const fig of document.querySelectorAll('.scaleout-figure')) {
+          if (fig.offsetParent === null) continue;
+          // What plotly drew: its SVG layers (the container around them is 100% wide).
+          const svgs = [...fig.querySelectorAll('.main-svg')];
+          const w = svgs.length ? Math.max(...svgs.map(s => s.getBoundingClientRect().width))
+            : Infinity;
+          if (w > arguments[0] + 1) out.push(`${fig.id}: ${Math.round(w)} px wide`);
+        }
+        for (const el of document.querySelectorAll(
+            '.modebar-container, .scaleout-explorer-controls, .scaleout-choice-bar')) {
+          if (el.getBoundingClientRect().height > 0) out.push(`${el.className} is printed`);
+        }
+        const pre = [...document.querySelectorAll('.bd-article pre')]
+          .filter(p => p.scrollWidth > p.clientWidth + 1);
+        if (pre.length) out.push(`${pre.length} code blocks cut at the right edge`);
+        return out;
+        """,
+        PRINT_PX,
+    )
+    screen(driver, *DESKTOP)
+    assert not result, f"{page} printed:\n" + "\n".join(result[:20])
+
+
+@pytest.mark.parametrize("page", AXE_PAGES)
+def test_axe_core_finds_no_serious_violation(driver, site_url, page):
+    if not AXE.is_file():
+        pytest.fail(f"{AXE} is missing: run tools/ensure-axe")
+    for dark in (False, True):
+        screen(driver, *DESKTOP, dark=dark)
+        load(driver, f"{site_url}/{page}.html")
+        driver.execute_script(AXE.read_text(encoding="utf-8"))
+        found = driver.execute_async_script(
+            """
+            const done = arguments[arguments.length - 1];
+            axe.run(document, {resultTypes: ['violations']}).then(r => done(
+              r.violations.filter(v => v.impact === 'serious' || v.impact === 'critical')
+                .map(v => `${v.impact} ${v.id}: ${v.nodes.length} nodes, e.g. ` +
+                  v.nodes.slice(0, 3).map(n => n.target.join(' ')).join(' | '))),
+              e => done(['axe failed: ' + e]));
+            """
+        )
+        mode = "dark" if dark else "light"
+        assert not found, f"{page} ({mode}):\n" + "\n".join(found)
