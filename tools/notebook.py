@@ -62,9 +62,13 @@ def is_check_cell(cell) -> bool:
 
 
 def _python(source: str) -> str:
-    """Cell source without IPython magics and shell escapes (so ast can parse it)."""
+    """Cell source with IPython magics and shell escapes replaced by ``pass`` at their
+    indentation (so ast can parse it, also where one is a block's only statement)."""
     return "\n".join(
-        "" if line.lstrip().startswith(("%", "!")) else line for line in source.splitlines()
+        line[: len(line) - len(line.lstrip())] + "pass"
+        if line.lstrip().startswith(("%", "!"))
+        else line
+        for line in source.splitlines()
     )
 
 

@@ -327,7 +327,10 @@ def _live_cells(path) -> tuple[int, list[int]]:
     ``path``, and the cells a live run executes: the first code cell (the imports), the first
     explorer, the distributed cell and the code cell after it (its check)."""
     cells = N.load(path).cells
-    code = [i for i, c in enumerate(cells) if c.cell_type == "code"]
+    # Colab's install cell (tools/colab_cell.py) does nothing here: the imports come after it.
+    code = [
+        i for i, c in enumerate(cells) if c.cell_type == "code" and c.get("id") != "colab-install"
+    ]
     calls = re.compile(r"\brun\([^)]*nprocs")
     dist = next(i for i in code if calls.search(cells[i].source))
     explorer = next(i for i in code if "Explorer(" in cells[i].source)
