@@ -86,11 +86,27 @@ def ll_send(link: Link, data: np.ndarray, step: int) -> None:
     np.add(data, np.uint64(step) << np.uint64(32), out=link.ll, casting="unsafe")
 
 
+def _recv_args(link, step, deadline):
+    """A receive's arguments, checked: a Link, a 32-bit step, and a deadline (a
+    ``time.monotonic()`` value) at most an hour away -- a NaN or infinite one would poll
+    forever."""
+    checks.instance("link", link, Link)
+    step = checks.integer("step", step, 0, 2**32 - 1)
+    now = time.monotonic()
+    deadline = checks.real("deadline", deadline, None, now + 3600.0)
+    return step, deadline
+
+
 def ll_recv(link: Link, step: int, deadline: float) -> tuple[np.ndarray, int, int]:
     """Poll until every word carries flag ``step``; return (data, torn words, partial
     reads). A partial read (some words new, some old) is simply polled again; a torn word
     would be one whose flag is new but whose data belongs to another message (the caller
-    checks the data against what was sent)."""
+    checks the data against what was sent). ``deadline``: a ``time.monotonic()`` value at
+    most an hour away (past it, TimeoutError)."""
+    return _ll_recv(link, *_recv_args(link, step, deadline))
+
+
+def _ll_recv(link, step, deadline):  # the ping-pong's timed loop: arguments already checked
     partial = 0
     if link.ll.size == 1:  # one word: the load that sees the flag also brings the data
         while True:
@@ -120,7 +136,11 @@ def simple_send(link: Link, data: np.ndarray, step: int) -> None:
 
 
 def simple_recv(link: Link, step: int, deadline: float) -> np.ndarray:
-    """Wait for the flag, fence, then read the data."""
+    """Wait for the flag, fence, then read the data (``deadline`` as in :func:`ll_recv`)."""
+    return _simple_recv(link, *_recv_args(link, step, deadline))
+
+
+def _simple_recv(link, step, deadline):  # the ping-pong's timed loop: arguments checked
     while int(link.flag[0]) != step:
         if time.monotonic() > deadline:
             raise TimeoutError(f"Simple message {step} did not arrive")
@@ -167,8 +187,8 @@ def _send(protocol, link, data, step):
 
 def _recv(protocol, link, step, deadline):
     if protocol == "ll":
-        return ll_recv(link, step, deadline)
-    return simple_recv(link, step, deadline), 0, 0
+        return _ll_recv(link, step, deadline)
+    return _simple_recv(link, step, deadline), 0, 0
 
 
 @dataclass(frozen=True)
