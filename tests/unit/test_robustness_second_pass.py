@@ -15,7 +15,7 @@ import numpy as np
 import plotly.graph_objects as go
 import pytest
 
-from scaleout import checks, compute, moe, nccl, rdma, widgets
+from scaleout import checks, compute, moe, nccl, widgets
 from scaleout import context_parallel as CP
 from scaleout import zero_published as Z
 from scaleout.context_parallel import attention as A
