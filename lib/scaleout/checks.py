@@ -292,15 +292,20 @@ def _length(value) -> int | None:
 
 
 def _caller_arguments(limit: int = 320) -> str:
-    """``fn(a=1, b=2.5)``: the function that called :func:`finite_result` and its arguments
-    (what the user gave that led to the overflow), shortened to ``limit`` characters."""
+    """``fn(a=1, b=2.5)``: the library function the user called (the outermost library frame
+    above the one that called :func:`finite_result`) and its arguments -- what the user gave
+    that led to the overflow -- shortened to ``limit`` characters."""
     import inspect
+    import os
 
+    package = os.path.dirname(os.path.abspath(__file__)) + os.sep
     frame = inspect.currentframe()
     try:
         frame = frame.f_back.f_back if frame and frame.f_back else None
         if frame is None:
             return ""
+        while frame.f_back is not None and frame.f_back.f_code.co_filename.startswith(package):
+            frame = frame.f_back
         code = frame.f_code
         count = code.co_argcount + code.co_kwonlyargcount
         names = code.co_varnames[:count]

@@ -230,6 +230,17 @@ class _Watcher:
         )
         self.fd = self.proc.stdin.fileno()
 
+    @classmethod
+    def start(cls, tmp):
+        """A watcher, or None where no interpreter can be started (an embedded Python
+        without ``sys.executable``): the ranks' PR_SET_PDEATHSIG still applies."""
+        if not sys.executable:
+            return None
+        try:
+            return cls(tmp)
+        except OSError:
+            return None
+
     def _send(self, text):
         try:
             os.write(self.fd, text.encode())
@@ -308,7 +319,8 @@ def _child(rank, nprocs, fn, args, kwargs, backend, tmp, timeout, threads, paren
     global _RANK
     code, own_streams, _RANK = 1, False, rank
     try:
-        os.close(wfd)  # the watcher's pipe is the caller's alone
+        if wfd is not None:
+            os.close(wfd)  # the watcher's pipe is the caller's alone
         _restore_interrupts_in_rank()
         # Own stdout/stderr before anything can print: fds 1 and 2 go to a per-rank file
         # (catches C++ warnings too), and fresh Python streams replace the inherited ones.
@@ -537,16 +549,18 @@ def run(
     try:
         with _HoldInterrupts():  # a Ctrl-C during a fork would be lost in an at-fork hook
             tmp = tempfile.mkdtemp(prefix="scaleout-run-")
-            watcher = _Watcher(tmp)
+            watcher = _Watcher.start(tmp)
             ctx = mp.get_context("fork")
             for rank in range(nprocs):
-                info = (tmp, float(timeout), threads_per_rank, os.getpid(), watcher.fd)
+                wfd = watcher.fd if watcher else None
+                info = (tmp, float(timeout), threads_per_rank, os.getpid(), wfd)
                 p = ctx.Process(target=_child, args=(rank, *child_args, *info), name=f"rank{rank}")
                 with warnings.catch_warnings():  # Python >= 3.12 warns on fork with threads
                     warnings.filterwarnings("ignore", ".*fork", DeprecationWarning)
                     p.start()
                 procs.append(p)
-                watcher.watch(p.pid)
+                if watcher is not None:
+                    watcher.watch(p.pid)
 
         deadline = time.monotonic() + timeout
         pending, outcomes, failed = set(range(nprocs)), [None] * nprocs, []

@@ -80,3 +80,8 @@ def test_no_temp_directory_or_watcher_outlives_a_normal_call(tmp_path, monkeypat
     monkeypatch.setattr(tempfile, "tempdir", None)
     assert run(lambda r, w: r * 10, 3, show_output=False) == [0, 10, 20]
     assert list(tmp_path.iterdir()) == []
+
+
+def test_without_an_interpreter_for_the_watcher_run_still_works(monkeypatch):
+    monkeypatch.setattr(sys, "executable", "")
+    assert run(lambda r, w: r + 1, 2, show_output=False) == [1, 2]

@@ -73,11 +73,14 @@ def gate_scores(logits, gating="softmax", temperature=1.0) -> np.ndarray:
     z = checks.array("logits", logits, ndim=2)
     gating = checks.choice("gating", gating, GATINGS)
     temperature = checks.real("temperature", temperature, 1e-3, 1e3)
-    with np.errstate(over="ignore", under="ignore"):
-        if gating == "softmax":  # shift first: (z - max) / T is in [-inf, 0], never NaN
-            e = np.exp((z - z.max(axis=1, keepdims=True)) / temperature)
+    with np.errstate(over="ignore", under="ignore", invalid="ignore"):
+        zt = z / temperature
+        if gating == "softmax":
+            if not np.all(np.isfinite(zt)):  # z / T overflowed: shift first, (z - max) / T
+                zt = (z - z.max(axis=1, keepdims=True)) / temperature  # is in [-inf, 0]
+            e = np.exp(zt - zt.max(axis=1, keepdims=True))
             return e / e.sum(axis=1, keepdims=True)
-        return 1.0 / (1.0 + np.exp(-z / temperature))
+        return 1.0 / (1.0 + np.exp(-zt))
 
 
 def capacity(tokens: int, experts: int, k: int, capacity_factor) -> int | None:
