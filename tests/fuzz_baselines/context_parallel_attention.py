@@ -19,13 +19,13 @@ BASELINES = {
 
 # Arguments at their documented maxima together, and scores that overflow (issue 31).
 _ONE = np.ones((1, 1, 1))
-_KEYS = np.ones((1, 2**20, 1))
+_KEYS = np.broadcast_to(1.0, (1, 2**20, 1))  # views: no memory in the parent
 _BIG = np.full((1, 2, 1), 1e200)
 EXTREMES = {
     "blockwise_attention": [call(_ONE, _KEYS, _KEYS, 1, causal=False)],
     "block_attention": [
         call(_BIG, _BIG, _BIG),
-        call(np.ones((1, 2**13, 256)), *[np.ones((1, 2**13, 256))] * 2),
+        call(*[np.broadcast_to(1.0, (1, 2**13, 256))] * 3),
     ],
     "attention_reference": [call(_BIG, _BIG, _BIG, causal=True)],
 }

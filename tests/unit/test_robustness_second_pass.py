@@ -99,7 +99,7 @@ def test_fastest_does_not_materialise_a_huge_range_of_algorithms():
 
 def test_rdma_sweep_is_bounded_jointly_and_simulate_within_its_limits():
     msg = _quick(RX.sweep, "loss", np.zeros(256), message_bytes=2**22 * 4096)
-    assert "strategies x values x packets per write" in msg
+    assert "strategies x values x packets per write" in msg and str(RX.MAX_SWEEP_PACKETS) in msg
     _quick(RX.sweep, "mtu_bytes", [256, 4096], message_bytes=2**20 * 4096)
     sw = RX.sweep("loss", [0.0, 0.01], ("go-back-n",), message_bytes=64 * 4096)
     assert sw.goodput_fraction.shape == (1, 2)
