@@ -46,8 +46,7 @@ either. The ranks ask the kernel for SIGKILL when their parent dies (``PR_SET_PD
 and each launch starts a small watcher process (a fresh interpreter in its own session,
 told each rank's pid) that notices the caller's death within a tenth of a second, SIGKILLs
 every rank's process group (so what the ranks started dies too) and removes the temporary
-directory. On a normal return the caller has done all that itself and the watcher just
-exits.
+directory. On a normal return the caller has done all that itself and stops the watcher.
 
 A nested launch -- ``run`` called inside a rank -- is rejected up front with a
 ``RuntimeError``: the rank already holds torch's default process group, which a forked
@@ -251,17 +250,17 @@ class _Watcher:
         self._send(f"{pid}\n")
 
     def finish(self):
-        """The caller has cleaned up: tell the watcher so, and reap it."""
-        self._send("done\n")
+        """The caller has cleaned up: stop the watcher (SIGKILL: it may still be starting,
+        and waiting for it to read "done" would cost the call its start-up time) and reap it."""
+        try:
+            self.proc.kill()
+        except OSError:
+            pass
         try:
             self.proc.stdin.close()
         except OSError:
             pass
-        try:
-            self.proc.wait(timeout=5)
-        except Exception:  # noqa: BLE001 - never leave it behind
-            self.proc.kill()
-            self.proc.wait()
+        self.proc.wait()
 
 
 def _refuse_nested():
