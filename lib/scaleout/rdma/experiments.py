@@ -13,7 +13,7 @@ from dataclasses import dataclass, fields, replace
 import numpy as np
 
 from .. import checks
-from .config import MAX_PACKETS, STRATEGIES, SimConfig
+from .config import STRATEGIES, SimConfig
 from .engine import simulate_fast
 from .results import SimResult
 
