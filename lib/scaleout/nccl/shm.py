@@ -19,11 +19,13 @@ reader saw (an LL word whose flag is new but whose data is not: must be 0). The 
 ``threading.Lock`` acquire/release pair, which POSIX defines as synchronizing memory;
 large numpy copies use non-temporal stores that x86 does not keep in order, so Simple
 needs it. Limits: messages of 4 bytes to 16 MiB, at most 100,000 round trips, a timeout
-(1 s to 1 h) on every wait.
+(1 s to 1 h) on every wait; :func:`ll_recv` and :func:`simple_recv` check their arguments
+(a ``deadline`` at most an hour from now: a NaN or infinite one would poll forever).
 """
 
 from __future__ import annotations
 
+import functools
 import json
 import subprocess
 import sys
@@ -86,27 +88,11 @@ def ll_send(link: Link, data: np.ndarray, step: int) -> None:
     np.add(data, np.uint64(step) << np.uint64(32), out=link.ll, casting="unsafe")
 
 
-def _recv_args(link, step, deadline):
-    """A receive's arguments, checked: a Link, a 32-bit step, and a deadline (a
-    ``time.monotonic()`` value) at most an hour away -- a NaN or infinite one would poll
-    forever."""
-    checks.instance("link", link, Link)
-    step = checks.integer("step", step, 0, 2**32 - 1)
-    now = time.monotonic()
-    deadline = checks.real("deadline", deadline, None, now + 3600.0)
-    return step, deadline
-
-
 def ll_recv(link: Link, step: int, deadline: float) -> tuple[np.ndarray, int, int]:
     """Poll until every word carries flag ``step``; return (data, torn words, partial
     reads). A partial read (some words new, some old) is simply polled again; a torn word
     would be one whose flag is new but whose data belongs to another message (the caller
-    checks the data against what was sent). ``deadline``: a ``time.monotonic()`` value at
-    most an hour away (past it, TimeoutError)."""
-    return _ll_recv(link, *_recv_args(link, step, deadline))
-
-
-def _ll_recv(link, step, deadline):  # the ping-pong's timed loop: arguments already checked
+    checks the data against what was sent)."""
     partial = 0
     if link.ll.size == 1:  # one word: the load that sees the flag also brings the data
         while True:
@@ -136,11 +122,7 @@ def simple_send(link: Link, data: np.ndarray, step: int) -> None:
 
 
 def simple_recv(link: Link, step: int, deadline: float) -> np.ndarray:
-    """Wait for the flag, fence, then read the data (``deadline`` as in :func:`ll_recv`)."""
-    return _simple_recv(link, *_recv_args(link, step, deadline))
-
-
-def _simple_recv(link, step, deadline):  # the ping-pong's timed loop: arguments checked
+    """Wait for the flag, fence, then read the data."""
     while int(link.flag[0]) != step:
         if time.monotonic() > deadline:
             raise TimeoutError(f"Simple message {step} did not arrive")
@@ -181,14 +163,40 @@ def _peer(name, rank, protocol, nbytes, iters, timeout):
         block.close()
 
 
+def _recv_args(link, step, deadline):
+    """A receive's arguments, checked: a Link, a 32-bit step, and a deadline (a
+    ``time.monotonic()`` value) at most an hour away -- a NaN or infinite one would poll
+    forever."""
+    checks.instance("link", link, Link)
+    step = checks.integer("step", step, 0, 2**32 - 1)
+    deadline = checks.real("deadline", deadline, None, time.monotonic() + 3600.0)
+    return step, deadline
+
+
+def _checked(recv):
+    """``recv`` with its arguments checked first (:func:`_recv_args`). The ping-pong's timed
+    loop calls the unchecked original, ``recv.__wrapped__``, and the chapter prints its
+    source (``inspect.getsource`` follows ``__wrapped__``)."""
+
+    @functools.wraps(recv)
+    def checked(link, step, deadline):
+        return recv(link, *_recv_args(link, step, deadline))
+
+    return checked
+
+
+ll_recv = _checked(ll_recv)
+simple_recv = _checked(simple_recv)
+
+
 def _send(protocol, link, data, step):
     (ll_send if protocol == "ll" else simple_send)(link, data, step)
 
 
 def _recv(protocol, link, step, deadline):
     if protocol == "ll":
-        return _ll_recv(link, step, deadline)
-    return _simple_recv(link, step, deadline), 0, 0
+        return ll_recv.__wrapped__(link, step, deadline)
+    return simple_recv.__wrapped__(link, step, deadline), 0, 0
 
 
 @dataclass(frozen=True)
