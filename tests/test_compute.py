@@ -262,7 +262,7 @@ def test_spearman_and_ranks():
 
 
 def test_the_measured_cpu_sweep_prints_measured_values():
-    nb = json.loads((ROOT / "chapters" / "13_compute.ipynb").read_text())
+    nb = json.loads((ROOT / "chapters" / "14_compute.ipynb").read_text())
     cells = [c for c in nb["cells"] if c["cell_type"] == "code" and "torch.matmul" in
              "".join(c["source"])]  # fmt: skip
     assert cells, "the chapter has no measured matmul sweep"

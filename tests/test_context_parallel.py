@@ -425,7 +425,7 @@ def test_layer_gemms_are_chapter_13s_model():
 
 
 def test_activations_are_chapter_14s_count():
-    """Regression: chapters 8 and 14 counted the activations of the same models differently."""
+    """Regression: chapters 8 and 15 counted the activations of the same models differently."""
     for name in CP.MODELS:
         m = CP.model(name)
         pm = planner.Model(name, m.layers, m.hidden, m.heads, seq=4096, kv_heads=m.kv_heads,

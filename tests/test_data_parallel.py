@@ -705,7 +705,7 @@ def test_chapter_example_placement_one_gpu_and_nic_per_server_priced_by_nccl():
     net = D.dp_network(64)
     assert (net.gpus_per_node, net.nics_per_node, net.nodes, net.nic_gbps) == (1, 1, 64, 400.0)
     assert net.pcie_bw == 48.0 and nccl.predict("allreduce", 700e6, net).algorithm == "ring"
-    # the compute rate comes from chapter 13's model (GPT-3 Medium layer, 16,384 tokens)
+    # the compute rate comes from chapter 14's model (GPT-3 Medium layer, 16,384 tokens)
     layer = compute.Layer(hidden=1024, heads=16, seq=2048)
     rate = compute.layer_time(layer, 8, "H100-SXM").tflops_per_gpu * 1e12
     assert 500e12 < rate < compute.published.mamf("NVIDIA H100 SXM").tflops * 1e12

@@ -45,7 +45,7 @@ def test_llama_2_70b_preset_has_its_real_shape():
 
 def test_predict_reproduces_a_hand_computed_small_case():
     """t = 1, p = 2, d = 1, b = 2 on two GPUs: the step assembled by hand from the compute
-    model's layer, head and optimizer times (chapter 13's, tested there), NCCL's p2p time,
+    model's layer, head and optimizer times (chapter 14's, tested there), NCCL's p2p time,
     and the closed forms (bubble, memory)."""
     plan = PL.Plan(1, 2, 1, 2, recompute="none", precision="mixed", flash=True)
     r = PL.predict(TINY, TWO, 8, plan)
@@ -148,13 +148,13 @@ def test_validation_numbers():
 
 
 def test_baselines_are_fitted_like_the_planner_and_do_worse():
-    """Review of chapter 14: the planner's error and skill beside honest baselines."""
+    """Review of chapter 15: the planner's error and skill beside honest baselines."""
     s = PL.summary()
     rate, bubble = PL.baselines()
     assert (rate.name, bubble.name) == ("constant rate", "rate and bubble")
     assert round(rate.held_out.median, 3) == 0.142 and round(rate.held_out.max, 3) == 0.849
     assert round(bubble.held_out.median, 3) == 0.122
-    # review of chapter 14: on the tables alone, one rate per generation gives 10.6 % / 23.7 %
+    # review of chapter 15: on the tables alone, one rate per generation gives 10.6 % / 23.7 %
     tables = rate.groups["tables"]
     assert tables.n == 27 and (round(tables.median, 3), round(tables.max, 3)) == (0.106, 0.237)
     assert rate.groups["all"] == rate.held_out and set(rate.groups) == set(s.held_out)
@@ -192,7 +192,7 @@ def test_figure_sweeps_come_from_the_scripts_and_the_planner_picks_the_measured_
 
 
 def test_assumed_fields_have_alternatives_and_a_range():
-    """Review of chapter 14: Llama 3's and Nemotron-4's v are not in the sources."""
+    """Review of chapter 15: Llama 3's and Nemotron-4's v are not in the sources."""
     rows = {r.run.key: r for r in PL.validation()}
     llama = rows["Llama 3 8192"]
     assert llama.run.group == "assumption-dependent" and len(llama.errors) == 3

@@ -568,7 +568,7 @@ def system(name: str) -> System:
     return rows[checks.choice("name", name, tuple(rows))]
 
 
-# --- GPUs: one row per GPU, the book's one place for GPU facts (chapter 13) ---------------
+# --- GPUs: one row per GPU, the book's one place for GPU facts (chapter 14) ---------------
 # Dense peaks, memory, SMs, L2 and NVLink per GPU. NVIDIA's datasheets quote the Tensor Core
 # figures of Hopper and Blackwell "with sparsity" (2:4 structured sparsity doubles them);
 # dense matrices run at half of those, and the table stores the dense figure only. Each row

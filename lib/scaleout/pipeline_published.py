@@ -24,7 +24,7 @@ with nothing fitted: every input is a number the source states.
 * **Micro-batch size** (SC21): Figure 16 (measured, read off the figure) sweeps b for a
   91B GPT model (32 layers, h = 15360, 128 heads, s = 2048, t = 8, p = 8, B = 128 and 512,
   full recomputation, fp16; ``run_figure_16.sh``); Figure 7 measures one GPU running a
-  4-layer model (h = 4096, 128 heads). Stage times t_f(b), t_b(b) come from chapter 13's
+  4-layer model (h = 4096, 128 heads). Stage times t_f(b), t_b(b) come from chapter 14's
   compute model (:func:`scaleout.compute.layer_time`, A100 80 GB, no FlashAttention as in
   2021 Megatron).
 """
@@ -266,7 +266,7 @@ def skill(rows) -> Skill:
 
 def stage_times(layer, layers, b, gpu, t=1, recompute="none", flash=False, dtype="fp16"):
     """(t_f, t_b) in seconds of one micro-batch of ``b`` sequences through ``layers`` layers
-    on one GPU of a ``t``-way tensor-parallel stage, from chapter 13's compute model
+    on one GPU of a ``t``-way tensor-parallel stage, from chapter 14's compute model
     (:func:`scaleout.compute.layer_time`; t_b includes the recomputation)."""
     layers = checks.positive("layers", layers, 1e5)
     lt = C.layer_time(layer, b, gpu, t=t, recompute=recompute, flash=flash, dtype=dtype)

@@ -1,7 +1,7 @@
 """Compute: rooflines, matrix-multiply efficiency, transformer layers and MFU.
 
-Taught in chapter 13, "Compute: rooflines, matrix-multiply efficiency and MFU"
-(``chapters/13_compute.ipynb``). The parts, each in its own module:
+Taught in chapter 14, "Compute: rooflines, matrix-multiply efficiency and MFU"
+(``chapters/14_compute.ipynb``). The parts, each in its own module:
 
 * :mod:`scaleout.compute.roofline`: arithmetic intensity and the roofline bound.
 * :mod:`scaleout.compute.gemm`: a GEMM's time with tile and wave quantization over the

@@ -26,7 +26,7 @@ Quantization"). The model:
 
 Not modelled: kernel launch latency (a few microseconds, which dominates tiny GEMMs),
 alignment (dimensions that are not multiples of 16 bytes run slower: see the H100 SwiGLU
-sweep in chapter 13), split-K and stream-K or persistent kernels that fill the last wave
+sweep in chapter 14), split-K and stream-K or persistent kernels that fill the last wave
 (cuBLAS uses them on Hopper and Blackwell, so the model's wave staircase is too steep
 there), L2 cache effects, and clocks that drop under power or thermal limits (the PCIe
 cards in the validation table).

@@ -23,7 +23,7 @@ checked against, every row with its source.
   numbers, so only the 22B rows are used.
 
 Anthony et al.'s own shape sweeps are published as plots only (their figures give no
-numbers in the text), so their qualitative rules are checked in chapter 13, not their
+numbers in the text), so their qualitative rules are checked in chapter 14, not their
 figures' values.
 """
 

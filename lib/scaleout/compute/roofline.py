@@ -5,7 +5,7 @@ Multicore Architectures" (CACM 2009): a kernel doing F FLOPs on B bytes of memor
 has arithmetic intensity I = F / B FLOPs per byte; on a processor with peak P FLOP/s and
 memory bandwidth W bytes/s it reaches at most min(P, I W) FLOP/s, so it takes at least
 max(F / P, B / W) seconds. Below the *ridge* intensity P / W a kernel is memory-bound,
-above it compute-bound. Taught in chapter 13 (``chapters/13_compute.ipynb``).
+above it compute-bound. Taught in chapter 14 (``chapters/14_compute.ipynb``).
 
 All functions are vectorised over numpy arrays; units are FLOPs, bytes, seconds, FLOP/s
 and bytes/s.

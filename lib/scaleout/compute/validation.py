@@ -19,7 +19,7 @@ own: Korthikanti et al.'s Table 4 (``KORTHIKANTI_TABLE4``, nothing fitted to the
 layer's forward and backward time with and without sequence parallelism and selective or
 full recomputation (:func:`layer_rows`, :func:`layer_summary`). Their times include the
 tensor-parallel collectives on the node's NVLink, which the layer model leaves out, so the
-comparison adds them as chapter 14's planner does (:func:`scaleout.planner.comm.tp_seconds`
+comparison adds them as chapter 15's planner does (:func:`scaleout.planner.comm.tp_seconds`
 and :func:`~scaleout.planner.comm.tp_exposed`): priced with NCCL's model on a DGX A100,
 forward collectives on the critical path, backward ones beside the weight- and
 input-gradient GEMMs as Megatron-LM runs them ("megatron" overlap; the paper: "we overlap

@@ -10,8 +10,8 @@ builds on this package. Arrays have shape ``(heads, sequence, head_dim)``.
 * :mod:`~scaleout.context_parallel.ulysses`: DeepSpeed-Ulysses (all-to-all from sequence
   to heads and back) and all-gather context parallelism (Llama 3's).
 * :mod:`~scaleout.context_parallel.costs`: bytes and time per layer of each scheme with
-  overlap, the hybrid's Ulysses degree, perfect scaling, the layer's GEMMs (chapter 13's
-  compute model) and activation memory per rank (chapter 14's count).
+  overlap, the hybrid's Ulysses degree, perfect scaling, the layer's GEMMs (chapter 14's
+  compute model) and activation memory per rank (chapter 15's count).
 * :mod:`~scaleout.context_parallel.network`: the network pricing they use, chapter 10's
   NCCL model, in one place.
 """

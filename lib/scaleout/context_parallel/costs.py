@@ -38,9 +38,9 @@ attention (zhuzilin/ring-flash-attention's ``llama3_flash_attn_varlen_func``): t
 the whole all-gather.
 
 The rest of the layer: :func:`~scaleout.context_parallel.layer_gemm_seconds` prices its weight
-GEMMs for the rank's tokens with chapter 13's compute model (:func:`scaleout.compute.layer_time`),
+GEMMs for the rank's tokens with chapter 14's compute model (:func:`scaleout.compute.layer_time`),
 :func:`~scaleout.context_parallel.activation_bytes_per_rank` counts its activations with chapter
-14's count (:func:`scaleout.planner.step.activation_bytes`).
+15's count (:func:`scaleout.planner.step.activation_bytes`).
 
 Limits: ``seq`` at most :data:`~scaleout.context_parallel.ring.MAX_SEQ`, ``cp`` at most
 :data:`~scaleout.context_parallel.ring.MAX_CP`, ``batch`` at most
@@ -375,7 +375,7 @@ def ideal_seconds(seq, cp, m="llama3-8b", tp=1, batch=1,
 def layer_gemm_seconds(tokens, m="llama3-8b", tp=1, batch=1, gpu="H100-SXM") -> float:
     """Forward plus backward seconds of one layer's weight GEMMs (Q, K, V, output
     projection, SwiGLU MLP) for ``tokens`` tokens per sequence on one of ``tp``
-    tensor-parallel GPUs, from chapter 13's compute model: :func:`scaleout.compute.layer_time`
+    tensor-parallel GPUs, from chapter 14's compute model: :func:`scaleout.compute.layer_time`
     (tile and wave quantization at a measured ceiling) of a
     :class:`scaleout.compute.Layer` of the model's shape, its ``"gemm"`` parts. The same
     FLOPs as 3 x :func:`~scaleout.context_parallel.layer_gemm_flops`."""
@@ -388,7 +388,7 @@ def layer_gemm_seconds(tokens, m="llama3-8b", tp=1, batch=1, gpu="H100-SXM") -> 
 
 
 def _planner_model(m: AttentionShape) -> PL.Model:
-    """The model as chapter 14 describes it (rotary positions, untied embeddings; the
+    """The model as chapter 15 describes it (rotary positions, untied embeddings; the
     vocabulary, Llama 3's 128,000 of Table 3, does not enter the activations)."""
     return PL.Model(m.name, m.layers, m.hidden, m.heads, seq=1, vocab=128000,
                     kv_heads=m.kv_heads, ffn=m.ffn, swiglu=True, tied_embeddings=False,
@@ -399,7 +399,7 @@ def activation_bytes_per_rank(seq, cp, m="llama3-8b", batch=1, tp=1, flash_atten
     """Activation bytes one layer keeps per rank for the backward pass, with the sequence
     split over ``cp`` ranks (and ``tp``-way tensor parallelism with sequence parallelism).
 
-    Everything but the attention core is chapter 14's count,
+    Everything but the attention core is chapter 15's count,
     :func:`scaleout.planner.step.activation_bytes` with selective recomputation (Korthikanti et
     al. 2022, Table 2, term by term for grouped-query attention and a SwiGLU MLP), on the
     rank's s/cp tokens: linear in them, so it is taken per token and multiplied. It keeps

@@ -37,7 +37,7 @@ most 16 KiB per peer NCCL switches to LL, which this model does not.
 **The experts' compute.** Each rank runs its experts on the copies it received, and the
 layer waits for the most loaded rank. :func:`~scaleout.moe.expert_gemm_seconds` prices
 every expert GEMM (forward, input gradient, weight gradient) with the book's compute
-model (:func:`scaleout.compute.gemm_seconds`, chapter 13: tile and wave quantization, a
+model (:func:`scaleout.compute.gemm_seconds`, chapter 14: tile and wave quantization, a
 measured ceiling), so thin per-expert GEMMs run below peak as they do on a GPU;
 :func:`~scaleout.moe.expert_compute_seconds` is the bound at a given FLOP rate,
 ``matmuls x 2 x tokens x hidden x ffn`` FLOPs forward (2 matmuls for the book's ReLU
@@ -367,7 +367,7 @@ def _expert_gemms(m: int, hidden: int, ffn: int, matmuls: int) -> list[tuple[int
 def expert_gemm_seconds(plan: DispatchPlan, hidden, ffn, gpu="H100-SXM", dtype="bf16",
                         matmuls=3) -> ExpertCompute:  # fmt: skip
     """The expert GEMMs of ``plan`` priced by the book's compute model
-    (:func:`scaleout.compute.gemm_time`, chapter 13: tile and wave quantization, a measured
+    (:func:`scaleout.compute.gemm_time`, chapter 14: tile and wave quantization, a measured
     ceiling, the HBM bound) on ``gpu`` (a ``scaleout.hardware.GPUS`` name). Each rank
     runs its ``experts / ep`` experts one after another on the copies each receives
     (rounded up to whole copies): ``matmuls - 1`` GEMMs of h -> h_f and one of h_f -> h

@@ -1,7 +1,7 @@
 """Planning 3D parallelism: predict a plan's step from the parts the book teaches, search
 the plans, and check the predictions against published runs.
 
-Taught in chapter 14, "Putting it together" (``chapters/14_planner.ipynb``). The parts:
+Taught in chapter 15, "Putting it together" (``chapters/15_planner.ipynb``). The parts:
 
 * :mod:`~scaleout.planner.model` - the model's shape
   (:class:`~scaleout.planner.model.Model`: GQA, FFN, SwiGLU, vocabulary, tied embeddings,

@@ -1,6 +1,6 @@
 """The compute term of a step: one layer's forward and backward time on one GPU.
 
-This module is the planner's only contact with the compute model, chapter 13's
+This module is the planner's only contact with the compute model, chapter 14's
 :mod:`scaleout.compute`: a layer's time (:func:`scaleout.compute.layer_time`: every GEMM
 with tile and wave quantization over the SMs below the GPU's measured ceiling, the
 attention core with or without FlashAttention, the memory-bound kernels at HBM

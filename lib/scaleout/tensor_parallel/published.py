@@ -154,7 +154,7 @@ def pair_agreement(score) -> dict:
 #: The measured forward and backward milliseconds of one transformer layer of the 22B model
 #: of Korthikanti et al. (MLSys 2023) in their Table 4, per (recomputation, sequence
 #: parallelism); the layer is their Table 3's, h = 6144, 64 heads, s = 2048, micro-batch 4,
-#: t = 8 on one DGX A100 of Selene. One copy of the table: chapter 13's
+#: t = 8 on one DGX A100 of Selene. One copy of the table: chapter 14's
 #: :data:`scaleout.compute.published.KORTHIKANTI_TABLE4`.
 TABLE_4 = {(row.recompute, row.sp): (row.forward_ms, row.backward_ms)
            for row in _compute_published.KORTHIKANTI_TABLE4}  # fmt: skip

@@ -1,4 +1,4 @@
-"""Figures of chapter 13 (compute): rooflines with a layer's kernels on them, GEMM
+"""Figures of chapter 14 (compute): rooflines with a layer's kernels on them, GEMM
 efficiency against shape, a layer's throughput against micro-batch and tensor-parallel
 size, the validation table, and what this machine measures. Every number comes from
 :mod:`scaleout.compute` or from the chapter's measurements; nothing is computed here

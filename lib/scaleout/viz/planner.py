@@ -1,4 +1,4 @@
-"""Figures of chapter 14 (planner): step breakdowns with overlap, heatmaps, validation.
+"""Figures of chapter 15 (planner): step breakdowns with overlap, heatmaps, validation.
 
 Every number drawn comes from :mod:`scaleout.planner`; nothing is computed here.
 """
