@@ -197,7 +197,7 @@ def text(name: str, value, max_length: int = 200) -> str:
     max_length = _meta("max_length", max_length, "count")
     if not isinstance(value, str) or not value or len(value) > max_length:
         raise fail(name, f"a non-empty string of at most {max_length} characters", value)
-    return value
+    return str.__str__(value)  # a plain str copy: a subclass's own __format__ stays out
 
 
 def instance(name: str, value, cls, what: str | None = None):
@@ -291,14 +291,44 @@ def _length(value) -> int | None:
         return None
 
 
+def _caller_arguments(limit: int = 320) -> str:
+    """``fn(a=1, b=2.5)``: the library function the user called (the outermost library frame
+    above the one that called :func:`finite_result`) and its arguments -- what the user gave
+    that led to the overflow -- shortened to ``limit`` characters."""
+    import inspect
+    import os
+
+    package = os.path.dirname(os.path.abspath(__file__)) + os.sep
+    frame = inspect.currentframe()
+    try:
+        frame = frame.f_back.f_back if frame and frame.f_back else None
+        if frame is None:
+            return ""
+        while frame.f_back is not None and frame.f_back.f_code.co_filename.startswith(package):
+            frame = frame.f_back
+        code = frame.f_code
+        count = code.co_argcount + code.co_kwonlyargcount
+        names = code.co_varnames[:count]
+        parts = [f"{n}={show(frame.f_locals.get(n), 60)}" for n in names if n in frame.f_locals]
+    finally:
+        del frame
+    text = f"{getattr(code, 'co_qualname', code.co_name)}({', '.join(parts)})"
+    return text if len(text) <= limit else text[: limit - 4] + "...)"
+
+
 def finite_result(name: str, value):
-    """``value`` if every element is finite; else the error of an overflowing result."""
+    """``value`` if every element is finite; else the error of an overflowing result, which
+    names the arguments of the calling function (what the user gave that led there)."""
     try:
         finite = bool(np.all(np.isfinite(value)))
     except TypeError:
         raise fail("value", "a real number or array", value) from None
     if not finite:
-        raise ValueError(f"{name} must stay finite, but it overflows float64: use smaller inputs")
+        given = _caller_arguments()
+        given = f" in {given}" if given else ""
+        raise ValueError(
+            f"{name} must stay finite, but it overflows float64{given}: use smaller inputs"
+        )
     return value
 
 

@@ -33,6 +33,25 @@ kills all ranks as soon as one fails (the others would block in a collective for
 in every outcome -- success, error, timeout, KeyboardInterrupt -- SIGKILLs and reaps every
 child and removes the temporary directory before returning.
 
+Interrupts are honoured at every moment. Python runs a signal's handler in the main thread
+between bytecodes, so a Ctrl-C (or a Jupyter "interrupt kernel") that lands while a rank is
+being forked would raise ``KeyboardInterrupt`` inside one of the interpreter's at-fork hooks,
+where it is printed and discarded -- and the launch would go on until its timeout. While it
+forks, and while it cleans up, the launcher therefore blocks SIGINT
+(``signal.pthread_sigmask``) and holds back any that another thread receives; it delivers
+the interrupt right after, where it ends the launch like any other.
+
+A killed caller (a kernel restart, the OOM killer, SIGKILL, SIGTERM) leaves nothing behind
+either. The ranks ask the kernel for SIGKILL when their parent dies (``PR_SET_PDEATHSIG``),
+and each launch starts a small watcher process (a fresh interpreter in its own session,
+told each rank's pid) that notices the caller's death within a tenth of a second, SIGKILLs
+every rank's process group (so what the ranks started dies too) and removes the temporary
+directory. On a normal return the caller has done all that itself and stops the watcher.
+
+A nested launch -- ``run`` called inside a rank -- is rejected up front with a
+``RuntimeError``: the rank already holds torch's default process group, which a forked
+child would inherit and could not initialise again.
+
 Processes a rank starts die with the call too. Each rank leads its own process group, and
 the parent SIGKILLs that group when the rank exits (a rank's children are orphans from then
 on) and again when the call ends, for every rank, whether it exited early or not (Linux
@@ -71,6 +90,43 @@ MAX_TIMEOUT_S = 86_400.0
 _POLL_S = 0.2  # re-check exit codes this often, even if no sentinel fired
 _PG_GRACE_S = 5.0  # the launcher's deadline fires before gloo's own collective timeout
 _OUTPUT_TAIL_LINES = 40  # lines of each rank's output quoted in an exception message
+_WATCH_POLL_S = 0.05  # how often the watcher checks that the caller lives
+_RANK = None  # in a forked rank: its rank (a nested launch is refused)
+_SAVED_SIGINT = None  # the caller's SIGINT handler while the launcher holds SIGINT back
+
+# The watcher: a fresh interpreter (no inherited locks or threads) in its own session. Reads
+# rank pids, one a line, from stdin; "done" means the caller cleaned up itself. If instead
+# the caller dies (its parent pid changes) or stdin closes first, it SIGKILLs every rank and
+# every rank's process group a few times over (a process forking at that moment), then
+# removes the launch's temporary directory.
+_WATCHER_SOURCE = r"""
+import os, select, shutil, signal, sys, time
+for sig in (signal.SIGINT, signal.SIGHUP, signal.SIGTERM):
+    signal.signal(sig, signal.SIG_IGN)
+caller, tmp, poll = int(sys.argv[1]), sys.argv[2], float(sys.argv[3])
+pids, buf = set(), b""
+while os.getppid() == caller:
+    if not select.select([0], [], [], poll)[0]:
+        continue
+    chunk = os.read(0, 4096)
+    if not chunk:
+        break
+    *lines, buf = (buf + chunk).split(b"\n")
+    for line in lines:
+        if line == b"done":
+            sys.exit(0)
+        if line.strip():
+            pids.add(int(line))
+for _ in range(4):
+    for pid in pids:
+        for kill in (os.killpg, os.kill):
+            try:
+                kill(pid, signal.SIGKILL)
+            except OSError:
+                pass
+    time.sleep(poll)
+shutil.rmtree(tmp, ignore_errors=True)
+"""
 
 
 class RankError(RuntimeError):
@@ -98,6 +154,123 @@ class DistributedTimeout(TimeoutError):
         self.unfinished = list(unfinished)
         self.finished = list(finished)
         self.outputs = list(outputs or [])
+
+
+class _HoldInterrupts:
+    """Hold SIGINT back for the ``with`` block, deliver it after.
+
+    In the main thread (the only one where Python runs signal handlers), SIGINT is blocked
+    for this thread and the Python handler swapped for one that only records the signal
+    (another thread may still receive a process-directed SIGINT: its handler then runs in
+    this thread, anywhere, at-fork hooks included). On exit the caller's handler is put back,
+    SIGINT unblocked (a pending one is delivered now) and a recorded one replayed: the
+    caller's handler is called, which raises ``KeyboardInterrupt`` for Python's default one.
+    Elsewhere (``run`` called from another thread) nothing is needed: a KeyboardInterrupt is
+    raised in the main thread, never in this thread's fork.
+    """
+
+    def __enter__(self):
+        global _SAVED_SIGINT
+        self.active = threading.current_thread() is threading.main_thread()
+        self.caught = []
+        if self.active:
+            self.mask = signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT})
+            self.old = signal.signal(signal.SIGINT, lambda signum, frame: self.caught.append(1))
+            _SAVED_SIGINT = self.old
+        return self
+
+    def __exit__(self, *exc):
+        global _SAVED_SIGINT
+        if not self.active:
+            return False
+        signal.signal(signal.SIGINT, self.old)
+        _SAVED_SIGINT = None
+        signal.pthread_sigmask(signal.SIG_SETMASK, self.mask)  # a pending SIGINT: delivered
+        if self.caught:
+            if callable(self.old):
+                self.old(signal.SIGINT, None)  # default_int_handler: raises KeyboardInterrupt
+            elif self.old == signal.SIG_DFL:
+                signal.raise_signal(signal.SIGINT)
+        return False
+
+
+def _restore_interrupts_in_rank():
+    """A forked rank starts with the launcher's SIGINT mask and handler: put back the
+    caller's (and so its children's, which inherit the mask through exec)."""
+    if _SAVED_SIGINT is not None:
+        try:
+            signal.signal(signal.SIGINT, _SAVED_SIGINT)
+        except (ValueError, TypeError):
+            pass
+    signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGINT})
+
+
+class _Watcher:
+    """The process that cleans up after a caller that was killed (see the module docstring)."""
+
+    def __init__(self, tmp):
+        import subprocess
+
+        self.proc = subprocess.Popen(
+            [
+                sys.executable,
+                "-I",
+                "-S",
+                "-c",
+                _WATCHER_SOURCE,
+                str(os.getpid()),
+                tmp,
+                str(_WATCH_POLL_S),
+            ],
+            stdin=subprocess.PIPE,
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+            start_new_session=True,  # a signal to the caller's process group spares it
+        )
+        self.fd = self.proc.stdin.fileno()
+
+    @classmethod
+    def start(cls, tmp):
+        """A watcher, or None where no interpreter can be started (an embedded Python
+        without ``sys.executable``): the ranks' PR_SET_PDEATHSIG still applies."""
+        if not sys.executable:
+            return None
+        try:
+            return cls(tmp)
+        except OSError:
+            return None
+
+    def _send(self, text):
+        try:
+            os.write(self.fd, text.encode())
+        except OSError:  # the watcher died: nothing to tell it
+            pass
+
+    def watch(self, pid):
+        self._send(f"{pid}\n")
+
+    def finish(self):
+        """The caller has cleaned up: stop the watcher (SIGKILL: it may still be starting,
+        and waiting for it to read "done" would cost the call its start-up time) and reap it."""
+        try:
+            self.proc.kill()
+        except OSError:
+            pass
+        try:
+            self.proc.stdin.close()
+        except OSError:
+            pass
+        self.proc.wait()
+
+
+def _refuse_nested():
+    if _RANK is not None:
+        raise RuntimeError(
+            f"scaleout.dist.run cannot be nested: this process is rank {_RANK} of a running "
+            "scaleout.dist.run, and its default process group (torch allows one per process) "
+            "would be inherited by the ranks a nested launch forks. Use the rank's own group, "
+            "or dist.new_group(ranks) for a subgroup, inside the outer launch instead."
+        )
 
 
 def _validate(fn, nprocs, args, kwargs, backend, timeout, threads_per_rank, show_output):
@@ -140,10 +313,14 @@ def _set_parent_death_signal():
             pass
 
 
-def _child(rank, nprocs, fn, args, kwargs, backend, tmp, timeout, threads, parent_pid):
+def _child(rank, nprocs, fn, args, kwargs, backend, tmp, timeout, threads, parent_pid, wfd):
     """Body of one forked rank. Never returns: leaves with os._exit."""
-    code, own_streams = 1, False
+    global _RANK
+    code, own_streams, _RANK = 1, False, rank
     try:
+        if wfd is not None:
+            os.close(wfd)  # the watcher's pipe is the caller's alone
+        _restore_interrupts_in_rank()
         # Own stdout/stderr before anything can print: fds 1 and 2 go to a per-rank file
         # (catches C++ warnings too), and fresh Python streams replace the inherited ones.
         fd = os.open(os.path.join(tmp, f"rank{rank}.log"), os.O_WRONLY | os.O_CREAT, 0o600)
@@ -249,7 +426,9 @@ def _read_result(tmp, rank):
             return pickle.load(f)
     except FileNotFoundError:
         return None
-    except Exception as e:
+    except KeyboardInterrupt:
+        raise
+    except BaseException as e:  # SystemExit from a __reduce__ that calls sys.exit, too
         return "unpicklable", f"it could not be unpickled in the parent: {e!r}", 0
 
 
@@ -358,23 +537,29 @@ def run(
     ``nprocs`` at most :data:`MAX_NPROCS`). No child outlives the call, nor anything a
     child starts, unless it leaves the child's process group (see the module docstring).
     """
+    _refuse_nested()
     nprocs, timeout = _validate(
         fn, nprocs, args, kwargs, backend, timeout, threads_per_rank, show_output
     )
     child_args = (nprocs, fn, tuple(args), dict(kwargs or {}), backend)
     import torch.distributed  # noqa: F401  -- once here, not once in every forked rank
 
-    tmp = tempfile.mkdtemp(prefix="scaleout-run-")
-    procs = []
+    tmp, watcher, procs = None, None, []
     try:
-        ctx = mp.get_context("fork")
-        for rank in range(nprocs):
-            info = (tmp, float(timeout), threads_per_rank, os.getpid())
-            p = ctx.Process(target=_child, args=(rank, *child_args, *info), name=f"rank{rank}")
-            with warnings.catch_warnings():  # Python >= 3.12 warns on fork with threads
-                warnings.filterwarnings("ignore", ".*fork", DeprecationWarning)
-                p.start()
-            procs.append(p)
+        with _HoldInterrupts():  # a Ctrl-C during a fork would be lost in an at-fork hook
+            tmp = tempfile.mkdtemp(prefix="scaleout-run-")
+            watcher = _Watcher.start(tmp)
+            ctx = mp.get_context("fork")
+            for rank in range(nprocs):
+                wfd = watcher.fd if watcher else None
+                info = (tmp, float(timeout), threads_per_rank, os.getpid(), wfd)
+                p = ctx.Process(target=_child, args=(rank, *child_args, *info), name=f"rank{rank}")
+                with warnings.catch_warnings():  # Python >= 3.12 warns on fork with threads
+                    warnings.filterwarnings("ignore", ".*fork", DeprecationWarning)
+                    p.start()
+                procs.append(p)
+                if watcher is not None:
+                    watcher.watch(p.pid)
 
         deadline = time.monotonic() + timeout
         pending, outcomes, failed = set(range(nprocs)), [None] * nprocs, []
@@ -412,11 +597,19 @@ def run(
             if printed:
                 msg += "\n\nOutput of the ranks:\n" + printed
             raise DistributedTimeout(msg, unfinished, finished, outputs)
+        results = [outcomes[r] or _read_result(tmp, r) for r in range(nprocs)]
+        failed = [r for r in range(nprocs) if results[r] is None or results[r][0] != "ok"]
+        if failed:  # a result that unpickles in the rank's check but not here
+            raise _rank_error(failed, results, procs, outputs)
         if show_output and any(outputs):
             print(_format_output(outputs), flush=True)
-        return [(outcomes[r] or _read_result(tmp, r))[1] for r in range(nprocs)]
+        return [results[r][1] for r in range(nprocs)]
     finally:
-        _kill_all(procs)
-        for p in procs:
-            p.close()  # release the sentinel pipes now, not at garbage collection
-        shutil.rmtree(tmp, ignore_errors=True)
+        with _HoldInterrupts():  # a second Ctrl-C must not cut the cleanup short
+            _kill_all(procs)
+            for p in procs:
+                p.close()  # release the sentinel pipes now, not at garbage collection
+            if tmp is not None:
+                shutil.rmtree(tmp, ignore_errors=True)
+            if watcher is not None:
+                watcher.finish()

@@ -71,6 +71,9 @@ def _options(control: W.ValueWidget) -> list[tuple[str, object]]:
                                                              strict=True)]  # fmt: skip
     if isinstance(control, W.Checkbox | W.ToggleButton):
         return [("off", False), ("on", True)]
+    if isinstance(control, W.IntSlider | W.FloatSlider) and not control.step > 0:
+        name = control.description or type(control).__name__
+        raise checks.fail(f"control {name!r}: step", "> 0 (a slider must move)", control.step)
     if isinstance(control, W.IntSlider):
         count = (control.max - control.min) // control.step + 1
         if count > MAX_STATES:
@@ -224,9 +227,18 @@ class Explorer:
         for key, control in self.controls.items():
             allowed = _options(control)
             if key in static:
-                values = list(static[key])
+                try:  # never more than the limit allows: static may be endless (a generator)
+                    values = list(itertools.islice(static[key], MAX_STATES + 1))
+                except TypeError:
+                    raise checks.fail(f"static[{key!r}]", "an iterable of values",
+                                      static[key]) from None  # fmt: skip
                 if not values:
                     raise ValueError(f"static[{key!r}] must list at least one value")
+                if len(values) > MAX_STATES:
+                    raise ValueError(
+                        f"static[{key!r}] must list at most {MAX_STATES} values (the static "
+                        f"book precomputes at most {MAX_STATES} figures), got more"
+                    )
                 chosen = []
                 for v in values:
                     match = [o for o in allowed if _same(o[1], v)] if allowed else []

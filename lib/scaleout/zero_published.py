@@ -27,6 +27,7 @@ must have been.
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 
 from . import checks, memory, nccl
@@ -152,7 +153,11 @@ def fit_rate(run: Zero3Run) -> float:
     compute = per_micro - comm / run.layers
     if compute < comm:
         raise checks.fail("run", "a run that is compute-bound in the model", run.name)
-    return flops / compute
+    rate = flops / compute
+    if not (math.isfinite(rate) and rate > 0):  # e.g. FLOPs that underflow against the time
+        raise checks.fail("run", "a run whose fitted rate is positive and finite "
+                          f"(FLOPs {flops:.3g} over {compute:.3g} s)", run.name)  # fmt: skip
+    return rate
 
 
 def fit_comm_slowdown(run: Zero3Run, rate) -> float:

@@ -14,3 +14,6 @@ BASELINES = {
     "optimizer_step_seconds": call(1e9, "H100-SXM", bytes_per_param=30),
     "roofline_points": call(C.layer_time(_L, 1, "A100-80GB"), phase="forward"),
 }
+
+# Subnormal seconds x peak (issue 31).
+EXTREMES = {"mfu": [call(1.0, 5e-324, 5e-324), call(5e-324, 5e-324, 1e21)]}

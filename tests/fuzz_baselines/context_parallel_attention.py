@@ -16,3 +16,16 @@ BASELINES = {
     "attention_reference": call(Q, K, V, causal=True),
     "blockwise_attention": call(Q, K, V, 4, causal=True),
 }
+
+# Arguments at their documented maxima together, and scores that overflow (issue 31).
+_ONE = np.ones((1, 1, 1))
+_KEYS = np.broadcast_to(1.0, (1, 2**20, 1))  # views: no memory in the parent
+_BIG = np.full((1, 2, 1), 1e200)
+EXTREMES = {
+    "blockwise_attention": [call(_ONE, _KEYS, _KEYS, 1, causal=False)],
+    "block_attention": [
+        call(_BIG, _BIG, _BIG),
+        call(*[np.broadcast_to(1.0, (1, 2**13, 256))] * 3),
+    ],
+    "attention_reference": [call(_BIG, _BIG, _BIG, causal=True)],
+}

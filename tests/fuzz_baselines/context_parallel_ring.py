@@ -13,3 +13,14 @@ BASELINES = {
     "balance": call(ring.ring_work(64, 4, "contiguous")),
     "ring_attention": call(Q, K, V, 2, causal=True, layout="zigzag"),
 }
+
+# Arguments at their documented maxima together (issue 31): each legal alone.
+_LONG = np.ones((1, 2048, 1))
+EXTREMES = {
+    "ring_attention": [call(_LONG, _LONG, _LONG, 1024, causal=False)],
+    "ring_work": [
+        call(ring.MAX_SEQ, ring.MAX_CP, "zigzag"),
+        call(4096 * 256, ring.MAX_CP, "contiguous", documents=[256] * ring.MAX_DOCUMENTS),
+    ],
+    "balance": [call(np.full((4, 4), 2**62, dtype=np.int64))],
+}

@@ -18,3 +18,13 @@ BASELINES = {
     "layer_forward": call(_X, _W, _E, 2, capacity_factor=1.0),
     "layer_backward": call(_X, _W, _E, 2, np.ones((8, 4)), capacity_factor=1.0),
 }
+
+# Counts whose sums overflow; a layer whose products overflow (issue 31).
+EXTREMES = {
+    "DispatchPlan": [
+        call(np.full((2, 4), 1e308), 2),
+        call(np.full((2, 4), 1e303), 2, token_bytes=2.0**22),
+    ],
+    "layer_reference": [call(_X * 1e200, _W * 1e200, _E, 2)],
+    "layer_backward": [call(_X, _W, _E, 2, np.full(np.shape(_X), 1e308))],
+}

@@ -38,3 +38,15 @@ BASELINES = {
     ),
     "nodes_per_token": call(_R, 2),
 }
+
+# Finite inputs at the extremes of what each argument accepts (issue 31).
+EXTREMES = {
+    "gate_scores": [
+        call(np.array([[1e306, -1e306]]), "softmax", temperature=1e-3),
+        call(np.array([[1e306, -1e306]]), "sigmoid", temperature=1e-3),
+    ],
+    "route": [
+        call(np.array([[-1e4, -1e4], [1.0, 2.0]]), 1, gating="sigmoid"),
+        call(np.broadcast_to(np.float32(0), (2**20, 17)), 2),
+    ],
+}

@@ -11,3 +11,8 @@ BASELINES = {
     "capacity": call(H100, "ring", 48.0, 48.0, 32),
     "compute": call(H100, "ring", 1, 32),
 }
+
+# Subnormal link speeds (issue 31).
+EXTREMES = {
+    "capacity": [call(H100, "ring", 5e-324, 5e-324, 64), call(H100, "tree", 5e-324, 5e-324, 64)]
+}

@@ -16,3 +16,12 @@ BASELINES = {
     "algo_time_us": call(TABLE, 4, 1, 2, np.array([8.0, 2.0**20])),
     "fastest": call(TABLE, 4, np.array([8.0, 2.0**20]), (0, 1), (0, 1, 2)),
 }
+
+# Many sizes at once; an endless or huge list of algorithms (issue 31).
+EXTREMES = {
+    "algo_time_us": [call(TABLE, 4, 1, 2, np.broadcast_to(2.0**50, (2**20,)))],
+    "fastest": [
+        call(TABLE, 4, np.array([8.0]), range(10**9), (0, 1, 2)),
+        call(TABLE, 4, np.broadcast_to(1e6, (2**20,)), tuple(range(7)), (0, 1, 2)),
+    ],
+}

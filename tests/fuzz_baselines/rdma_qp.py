@@ -16,3 +16,6 @@ NONFINITE_OK = {
     "retry_exhausted_s": "TIMEOUT 0 means wait forever: math.inf, documented",
     "rnr_retries": "RNR_RETRY 7 means retry forever: math.inf, documented",
 }
+
+# A peer with extra keys but one missing (issue 31: was a KeyError).
+EXTREMES = {"connect_rc": [call(QueuePair(3), {"qp_num": 4, "gid": "fe80::9", "x": 1}, psn=11)]}

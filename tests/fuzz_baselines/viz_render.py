@@ -17,3 +17,14 @@ SKIP = {
     "show": "displays through IPython: FigureOutput is fuzzed instead",
     "show_choice": "displays through IPython: ChoiceOutput is fuzzed instead",
 }
+
+
+# Nesting deeper than the recursion limit (issue 31).
+def _deep(n):
+    value = 1.0
+    for _ in range(n):
+        value = [value]
+    return value
+
+
+EXTREMES = {"portable": [call(_deep(10_000))]}

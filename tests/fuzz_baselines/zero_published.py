@@ -13,3 +13,8 @@ BASELINES = {
     "fit_rate": call(Z.SC21_ZERO3[0]),
     "fit_comm_slowdown": call(Z.SC21_ZERO3[2], 144e12),
 }
+
+# A measured rate so small the fitted compute rate would underflow to 0 (issue 31).
+import dataclasses  # noqa: E402
+
+EXTREMES = {"fit_rate": [call(dataclasses.replace(Z.SC21_ZERO3[0], tflops=5e-324))]}

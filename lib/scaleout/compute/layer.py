@@ -236,6 +236,9 @@ def mfu(flops, seconds, peak_flops):
     f = checks.nonnegative("flops", flops)
     s = checks.positive("seconds", seconds)
     p = checks.positive("peak_flops", peak_flops, 1e21)
+    if s * p == 0.0:  # subnormal seconds x peak underflows: f / 0 would divide by zero
+        raise checks.fail("seconds x peak_flops", "a product that does not underflow to 0 "
+                          "(the FLOPs of that time)", (seconds, peak_flops))  # fmt: skip
     return checks.finite_result("utilization", f / (s * p))
 
 

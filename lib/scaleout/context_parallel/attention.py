@@ -21,7 +21,11 @@ the merge's identity. Ring attention and FlashAttention's inner loop are this me
 block after block; the order of the blocks does not matter.
 
 Limits: every array at most ``checks.MAX_ELEMENTS`` values, and the score matrix of one
-block (heads x queries x keys) as well.
+block (heads x queries x keys) as well; :func:`blockwise_attention` at most
+``MAX_BLOCK_STEPS`` blocks (ceil(keys / block), each a Python step) and at most
+``MAX_ATTENTION_WORK`` multiply-adds in all (heads x queries x keys x head_dim). Scores
+q.k / sqrt(d) and outputs must be finite in float64: inputs whose product overflows are
+rejected (never reported as "no visible key").
 """
 
 from __future__ import annotations
@@ -33,6 +37,8 @@ import numpy as np
 from .. import checks
 
 __all__ = [
+    "MAX_ATTENTION_WORK",
+    "MAX_BLOCK_STEPS",
     "Partial",
     "attention_reference",
     "block_attention",
@@ -43,6 +49,10 @@ __all__ = [
 
 #: Largest head dimension accepted (the largest in use is 256).
 MAX_HEAD_DIM = 4096
+#: Most key blocks :func:`blockwise_attention` loops over (one Python step each).
+MAX_BLOCK_STEPS = 4096
+#: Most multiply-adds (heads x queries x keys x head_dim) of one attention call.
+MAX_ATTENTION_WORK = 2**32
 
 
 def _qkv(q, k, v):
@@ -58,7 +68,28 @@ def _qkv(q, k, v):
     if q.shape[0] * q.shape[1] * k.shape[1] > checks.MAX_ELEMENTS:
         raise checks.fail("q, k", f"blocks whose score matrix holds at most "
                           f"{checks.MAX_ELEMENTS} values", (q.shape, k.shape))  # fmt: skip
+    work = q.shape[0] * q.shape[1] * k.shape[1] * q.shape[2]
+    if work > MAX_ATTENTION_WORK:
+        raise checks.fail("heads x queries x keys x head_dim", f"at most {MAX_ATTENTION_WORK} "
+                          "multiply-adds", work)  # fmt: skip
     return q, k, v
+
+
+def _scores(q, k):
+    """Scaled scores q k^T / sqrt(d), (h, sq, sk); an overflow is the caller's error."""
+    with np.errstate(over="ignore", invalid="ignore"):
+        scores = q @ k.transpose(0, 2, 1) / np.sqrt(q.shape[2])
+    if not np.all(np.isfinite(scores)):
+        raise checks.fail("q and k", "values whose scaled scores q.k / sqrt(head_dim) are "
+                          "finite in float64 (scale them down)", "an overflow")  # fmt: skip
+    return scores
+
+
+def _finite_out(out):
+    if not np.all(np.isfinite(out)):
+        raise checks.fail("v", "values whose attention output (a weighted mean of them) stays "
+                          "finite in float64", "an output that overflows")  # fmt: skip
+    return out
 
 
 @dataclass(frozen=True)
@@ -107,7 +138,7 @@ def block_attention(q, k, v, mask=None) -> Partial:
     FlashAttention does (Dao et al. 2022, Algorithm 1)."""
     q, k, v = _qkv(q, k, v)
     mask = _mask("mask", mask, (q.shape[1], k.shape[1]))
-    scores = q @ k.transpose(0, 2, 1) / np.sqrt(q.shape[2])  # (h, sq, sk)
+    scores = _scores(q, k)  # (h, sq, sk)
     if mask is not None:
         scores = np.where(mask[None], scores, -np.inf)
     row_max = np.max(scores, axis=2, keepdims=True, initial=-np.inf)  # (h, sq, 1)
@@ -116,7 +147,8 @@ def block_attention(q, k, v, mask=None) -> Partial:
     with np.errstate(under="ignore"):
         p = np.exp(scores - shift)  # masked entries: exp(-inf) = 0
     total = p.sum(axis=2, keepdims=True)
-    out = np.where(seen, p @ v / np.where(seen, total, 1.0), 0.0)
+    with np.errstate(over="ignore", invalid="ignore"):
+        out = _finite_out(np.where(seen, p @ v / np.where(seen, total, 1.0), 0.0))
     with np.errstate(divide="ignore"):
         lse = np.where(seen, shift + np.log(np.where(seen, total, 1.0)), -np.inf)[..., 0]
     return Partial(out, lse)
@@ -136,7 +168,8 @@ def merge(a: Partial, b: Partial) -> Partial:
     with np.errstate(under="ignore"):
         wa = np.where(seen, np.exp(a.lse - ref), 0.0)[..., None]
         wb = np.where(seen, np.exp(b.lse - ref), 0.0)[..., None]
-    return Partial(wa * a.out + wb * b.out, lse)
+    with np.errstate(over="ignore", invalid="ignore"):
+        return Partial(_finite_out(wa * a.out + wb * b.out), lse)
 
 
 def causal_mask(q_positions, k_positions) -> np.ndarray:
@@ -159,13 +192,13 @@ def attention_reference(q, k, v, causal=True) -> np.ndarray:
     if causal and q.shape[1] != k.shape[1]:
         raise checks.fail("k", f"keys as many as the queries ({q.shape[1]}) when causal",
                           k.shape[1])  # fmt: skip
-    scores = q @ k.transpose(0, 2, 1) / np.sqrt(q.shape[2])
+    scores = _scores(q, k)
     if causal:
         scores = np.where(np.tril(np.ones(scores.shape[1:], dtype=bool))[None], scores, -np.inf)
     scores = scores - scores.max(axis=2, keepdims=True)
-    with np.errstate(under="ignore"):
+    with np.errstate(under="ignore", over="ignore", invalid="ignore"):
         weights = np.exp(scores)
-    return weights / weights.sum(axis=2, keepdims=True) @ v
+        return _finite_out((weights / weights.sum(axis=2, keepdims=True)) @ v)
 
 
 def blockwise_attention(q, k, v, block, causal=True) -> Partial:
@@ -177,6 +210,10 @@ def blockwise_attention(q, k, v, block, causal=True) -> Partial:
     causal = checks.boolean("causal", causal)
     sk = k.shape[1]
     block = checks.integer("block", block, 1, sk)
+    if -(-sk // block) > MAX_BLOCK_STEPS:
+        raise checks.fail("block", f"at least keys / {MAX_BLOCK_STEPS} = "
+                          f"{-(-sk // MAX_BLOCK_STEPS)} (ceil(keys / block) steps at most "
+                          f"{MAX_BLOCK_STEPS})", block)  # fmt: skip
     if causal and q.shape[1] != sk:
         raise checks.fail("k", f"keys as many as the queries ({q.shape[1]}) when causal", sk)
     qpos = np.arange(q.shape[1])

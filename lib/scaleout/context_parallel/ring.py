@@ -30,7 +30,11 @@ Limits: ``cp`` at most :data:`~scaleout.context_parallel.ring.MAX_CP`;
 :func:`~scaleout.context_parallel.ring_work` takes sequences up to
 :data:`~scaleout.context_parallel.ring.MAX_SEQ` tokens;
 :func:`~scaleout.context_parallel.ring_attention` arrays as in
-:mod:`~scaleout.context_parallel.attention`.
+:mod:`~scaleout.context_parallel.attention` and at most ``MAX_RING_STEPS`` block steps
+(cp x cp, each a Python step: cp <= 64); ``ring_work`` with ``documents`` at most
+``MAX_DOCUMENT_WORK`` = documents x cp x cp run pairs counted (and so
+:func:`~scaleout.context_parallel.attention_seconds`). :func:`balance` counts exactly (Python
+integers: no int64 wrap).
 """
 
 from __future__ import annotations
@@ -44,6 +48,8 @@ __all__ = [
     "LAYOUTS",
     "MAX_CP",
     "MAX_DOCUMENTS",
+    "MAX_DOCUMENT_WORK",
+    "MAX_RING_STEPS",
     "MAX_SEQ",
     "balance",
     "chunks_per_rank",
@@ -61,6 +67,10 @@ MAX_SEQ = 2**24
 #: Most documents packed into one sequence (``documents`` of
 #: :func:`~scaleout.context_parallel.ring_work`).
 MAX_DOCUMENTS = 4096
+#: Most block steps (cp x cp) one :func:`ring_attention` simulates.
+MAX_RING_STEPS = 4096
+#: Most (document, rank, step) triples :func:`ring_work` counts with ``documents``.
+MAX_DOCUMENT_WORK = 2**22
 
 
 def chunks_per_rank(layout: str) -> int:
@@ -160,6 +170,9 @@ def ring_work(seq, cp, layout="zigzag", causal=True, documents=None) -> np.ndarr
             raise checks.fail("causal", "True with documents (a causal mask per document)", causal)
         if layout == "striped":
             raise checks.fail("layout", "contiguous or zigzag with documents", layout)
+        if len(bounds[0]) * cp * cp > MAX_DOCUMENT_WORK:
+            raise checks.fail("documents x cp x cp", f"at most {MAX_DOCUMENT_WORK} (the pairs "
+                              "of runs counted)", len(bounds[0]) * cp * cp)  # fmt: skip
     n = seq // cp
     if not causal:
         return np.full((cp, cp), n * n, dtype=np.int64)
@@ -188,8 +201,8 @@ def balance(work) -> dict:
     w = checks.array("work", work, ndim=2, integer=True, low=0)
     if w.shape[0] != w.shape[1]:
         raise checks.fail("work", "a square (cp, cp) table", w.shape)
-    critical = int(w.max(axis=0).sum())
-    ideal = float(w.sum()) / w.shape[0]
+    critical = sum(int(x) for x in w.max(axis=0))  # Python integers: no int64 wrap
+    ideal = float(np.sum(w, dtype=np.float64)) / w.shape[0]
     efficiency = ideal / critical if critical else 1.0
     return {"critical": critical, "ideal": ideal, "efficiency": efficiency, "idle": 1 - efficiency}
 
@@ -209,6 +222,9 @@ def ring_attention(q, k, v, cp, causal=True, layout="zigzag"):
     if q.shape != k.shape:
         raise checks.fail("k", f"keys and values of the queries' shape {q.shape}", k.shape)
     seq, cp, layout = _sizes(q.shape[1], cp, layout, checks.MAX_ELEMENTS)
+    if cp * cp > MAX_RING_STEPS:
+        raise checks.fail("cp", f"at most {int(MAX_RING_STEPS**0.5)} (cp x cp block steps at "
+                          f"most {MAX_RING_STEPS})", cp)  # fmt: skip
     pos = shard_positions(seq, cp, layout)
     local_q = [q[:, p] for p in pos]
     held = [(k[:, p], v[:, p], p) for p in pos]  # the K/V block (and its positions) on rank r

@@ -67,6 +67,11 @@ class DispatchPlan:
         object.__setattr__(self, "per_expert", per)
         object.__setattr__(self, "ep", ep)
         tb = checks.positive("token_bytes", self.token_bytes, MAX_TOKEN_BYTES)
+        with np.errstate(over="ignore"):
+            total = per.sum() * tb  # every sum and byte count of the plan is at most this
+        if not np.isfinite(total):
+            raise checks.fail("per_expert", f"counts whose total x token_bytes ({tb:g}) stays "
+                              "finite (it bounds every sum)", float(per.max()))  # fmt: skip
         object.__setattr__(self, "token_bytes", tb)
         checks.boolean("padded", self.padded)
 
@@ -187,7 +192,12 @@ def _layer_inputs(x, router_w, experts, k, route_kwargs):
     work = x.shape[0] * experts.n_experts * max(x.shape[1], experts.w1.shape[2])
     if work > checks.MAX_ELEMENTS:
         raise checks.fail("tokens x experts x width", f"at most {checks.MAX_ELEMENTS}", work)
-    routing = route(x @ router_w, k, **route_kwargs)
+    with np.errstate(over="ignore", invalid="ignore"):
+        logits = x @ router_w
+    if not np.all(np.isfinite(logits)):
+        raise checks.fail("x and router_w", "values whose router logits x @ router_w are "
+                          "finite (scale them down)", "a product that overflows")  # fmt: skip
+    routing = route(logits, k, **route_kwargs)
     return x, router_w, routing
 
 
@@ -199,6 +209,7 @@ def layer_reference(x, router_w, experts: Experts, k, **route_kwargs) -> np.ndar
     return layer_forward(x, router_w, experts, k, **route_kwargs)[0]
 
 
+@np.errstate(over="ignore", invalid="ignore")  # an overflow is checked, and raised, at the end
 def layer_forward(x, router_w, experts: Experts, k, **route_kwargs):
     """``(output, routing)`` of :func:`~scaleout.moe.layer_reference`."""
     x, _, routing = _layer_inputs(x, router_w, experts, k, route_kwargs)
@@ -208,7 +219,16 @@ def layer_forward(x, router_w, experts: Experts, k, **route_kwargs):
         if tok.size:
             out = np.maximum(x[tok] @ experts.w1[e], 0.0) @ experts.w2[e]
             np.add.at(y, tok, routing.weights[tok, j][:, None] * out)
+    _finite_layer(y, "output")
     return y, routing
+
+
+def _finite_layer(value, what):
+    """The layer's ``what`` if finite; else the error naming the inputs that overflowed."""
+    if not np.all(np.isfinite(value)):
+        raise checks.fail("x, router_w and experts", f"values whose layer {what} stays finite "
+                          "in float64 (scale them down)", "a result that overflows")  # fmt: skip
+    return value
 
 
 def _weight_grad_to_logits(routing: Routing, grad_w: np.ndarray, normalize, scale, temp):
@@ -229,6 +249,7 @@ def _weight_grad_to_logits(routing: Routing, grad_w: np.ndarray, normalize, scal
     return grad_z / temp
 
 
+@np.errstate(over="ignore", invalid="ignore")  # an overflow is checked, and raised, at the end
 def layer_backward(x, router_w, experts: Experts, k, grad_output, **route_kwargs) -> dict:
     """Gradients of ``sum(grad_output * layer_reference(...))``: a dict with ``x``,
     ``router_w``, ``w1`` and ``w2`` (float64, the shapes of the inputs)."""
@@ -260,4 +281,7 @@ def layer_backward(x, router_w, experts: Experts, k, grad_output, **route_kwargs
         routing, grad_w, normalize, scale, route_kwargs.get("temperature", 1.0)
     )
     gx += grad_z @ router_w.T
-    return {"x": gx, "router_w": x.T @ grad_z, "w1": gw1, "w2": gw2}
+    grads = {"x": gx, "router_w": x.T @ grad_z, "w1": gw1, "w2": gw2}
+    for name, g in grads.items():
+        _finite_layer(g, f"gradient of {name} (with grad_output)")
+    return grads

@@ -41,7 +41,9 @@ expert) into k chosen experts and k gate weights:
   rank drops among its own tokens) do.
 
 Limits: at most ``MAX_TOKENS`` tokens, ``MAX_EXPERTS`` experts and
-``scaleout.checks.MAX_ELEMENTS`` logits.
+``scaleout.checks.MAX_ELEMENTS`` logits; :func:`route` takes at most ``MAX_ROUTE_LOGITS``
+(tokens x experts, 2**24): it holds about ten arrays of that many values at once (its sort
+and group selection included), 1.3 GiB at the limit.
 """
 
 from __future__ import annotations
@@ -57,6 +59,8 @@ from .. import checks
 MAX_TOKENS = 2**20
 #: Most experts (Switch-C has 2,048; DeepSeek-V3 256 per layer).
 MAX_EXPERTS = 4096
+#: Most logits (tokens x experts) one :func:`route` takes (memory: see the module docstring).
+MAX_ROUTE_LOGITS = 2**24
 #: Largest capacity factor (beyond ``experts``, nothing can be dropped anyway).
 MAX_CAPACITY_FACTOR = 1e6
 GATINGS = ("softmax", "sigmoid")
@@ -69,12 +73,14 @@ def gate_scores(logits, gating="softmax", temperature=1.0) -> np.ndarray:
     z = checks.array("logits", logits, ndim=2)
     gating = checks.choice("gating", gating, GATINGS)
     temperature = checks.real("temperature", temperature, 1e-3, 1e3)
-    z = z / temperature
-    if gating == "softmax":
-        e = np.exp(z - z.max(axis=1, keepdims=True))
-        return e / e.sum(axis=1, keepdims=True)
-    with np.errstate(over="ignore"):
-        return 1.0 / (1.0 + np.exp(-z))
+    with np.errstate(over="ignore", under="ignore", invalid="ignore"):
+        zt = z / temperature
+        if gating == "softmax":
+            if not np.all(np.isfinite(zt)):  # z / T overflowed: shift first, (z - max) / T
+                zt = (z - z.max(axis=1, keepdims=True)) / temperature  # is in [-inf, 0]
+            e = np.exp(zt - zt.max(axis=1, keepdims=True))
+            return e / e.sum(axis=1, keepdims=True)
+        return 1.0 / (1.0 + np.exp(-zt))
 
 
 def capacity(tokens: int, experts: int, k: int, capacity_factor) -> int | None:
@@ -165,6 +171,9 @@ class Routing:
             checks.integer("capacity", self.capacity, 1, MAX_TOKENS * MAX_EXPERTS)
         blocks = _blocks(self.blocks, t)
         checks.choice("gating", self.gating, GATINGS)
+        if self.gating == "sigmoid" and np.any(scores.sum(axis=1) == 0.0):
+            raise checks.fail("scores", "rows with a positive score under sigmoid gating (the "
+                              "loss normalises each token's scores)", "a row of zeros")  # fmt: skip
         for name, value in (
             ("experts", experts),
             ("weights", weights),
@@ -245,7 +254,7 @@ def route(
     sigmoid always (DeepSeek-V3). ``groups``/``max_groups``: node-limited routing, each
     group scored by the sum of its ``group_top`` best scores (default ``max(1, k //
     max_groups)``). ``bias`` (experts,): added to the scores for the choice only."""
-    z = checks.array("logits", logits, ndim=2)
+    z = checks.array("logits", logits, ndim=2, max_size=MAX_ROUTE_LOGITS)
     t, e = z.shape
     checks.integer("tokens", t, 1, MAX_TOKENS)
     checks.integer("experts", e, 1, MAX_EXPERTS)
@@ -259,6 +268,12 @@ def route(
     normalize = checks.boolean("normalize", normalize)
     scale = checks.real("scale", scale, 0.0, 1e3, low_open=True)
     scores = gate_scores(z, gating, temperature)
+    if gating == "sigmoid" and np.any(scores.max(axis=1) == 0.0):
+        row = int(np.argmin(scores.max(axis=1)))
+        raise checks.fail("logits", "rows with a logit / temperature above about -745 under "
+                          "sigmoid gating (below it every score of the token rounds to 0, and "
+                          "its normalised weights would be 0/0)",
+                          f"row {row} of largest logit {z[row].max():.6g}")  # fmt: skip
     select = scores
     if bias is not None:
         select = scores + checks.array("bias", bias, ndim=1, low=-1e6, high=1e6, max_size=e)

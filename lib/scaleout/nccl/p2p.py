@@ -92,13 +92,17 @@ def alltoall_us(topo: Topology, nbytes: np.ndarray) -> np.ndarray:
         return np.zeros(nbytes.shape)
     share = nbytes / n
     remote = n - g
+    if remote and topo.nics_per_node == 0:  # no path off the node: not a finite time
+        raise checks.fail("topo", "a multi-node topology with NICs (an all-to-all crosses "
+                          "nodes)", f"{topo.name} with nics_per_node=0")  # fmt: skip
     inter = share * remote
     pxn = (g - 1) / g if topo.nics_per_node >= g else 0.0
     intra = share * (g - 1) + inter * pxn
     factor = np.where(share <= P2P_LL_THRESHOLD, 1 / C.value("ring_ll_factor"), 1.0)
     t_nvl = intra * factor / (1000 * nvlink_gb_per_s(topo)) if g > 1 else 0.0 * nbytes
     t_net = inter * factor / (1000 * network_gb_per_s(topo)) if remote else 0.0 * nbytes
-    return _latency_us(topo, share, remote) + np.maximum(t_nvl, t_net)
+    return checks.finite_result("alltoall_us", _latency_us(topo, share, remote)
+                                + np.maximum(t_nvl, t_net))  # fmt: skip
 
 
 def _bytes(nbytes) -> np.ndarray:

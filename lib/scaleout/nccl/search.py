@@ -103,7 +103,10 @@ def total_bw(topo: Topology) -> float:
 
 def _fits(n: float, s: float) -> int:
     """How many channels of ``s`` GB/s fit in ``n`` GB/s (with NCCL's 1/1000 rounding)."""
-    return int(math.floor((n + _EPS) / s)) if s > 0 else 0
+    if s <= 0:
+        return 0
+    q = (n + _EPS) / s  # a subnormal s: inf (callers cap the count at 64 anyway)
+    return int(math.floor(q)) if q < 2**31 else 2**31
 
 
 def _max_c(ok, cap: int) -> int:

@@ -19,11 +19,13 @@ reader saw (an LL word whose flag is new but whose data is not: must be 0). The 
 ``threading.Lock`` acquire/release pair, which POSIX defines as synchronizing memory;
 large numpy copies use non-temporal stores that x86 does not keep in order, so Simple
 needs it. Limits: messages of 4 bytes to 16 MiB, at most 100,000 round trips, a timeout
-(1 s to 1 h) on every wait.
+(1 s to 1 h) on every wait; :func:`ll_recv` and :func:`simple_recv` check their arguments
+(a ``deadline`` at most an hour from now: a NaN or infinite one would poll forever).
 """
 
 from __future__ import annotations
 
+import functools
 import json
 import subprocess
 import sys
@@ -161,14 +163,40 @@ def _peer(name, rank, protocol, nbytes, iters, timeout):
         block.close()
 
 
+def _recv_args(link, step, deadline):
+    """A receive's arguments, checked: a Link, a 32-bit step, and a deadline (a
+    ``time.monotonic()`` value) at most an hour away -- a NaN or infinite one would poll
+    forever."""
+    checks.instance("link", link, Link)
+    step = checks.integer("step", step, 0, 2**32 - 1)
+    deadline = checks.real("deadline", deadline, None, time.monotonic() + 3600.0)
+    return step, deadline
+
+
+def _checked(recv):
+    """``recv`` with its arguments checked first (:func:`_recv_args`). The ping-pong's timed
+    loop calls the unchecked original, ``recv.__wrapped__``, and the chapter prints its
+    source (``inspect.getsource`` follows ``__wrapped__``)."""
+
+    @functools.wraps(recv)
+    def checked(link, step, deadline):
+        return recv(link, *_recv_args(link, step, deadline))
+
+    return checked
+
+
+ll_recv = _checked(ll_recv)
+simple_recv = _checked(simple_recv)
+
+
 def _send(protocol, link, data, step):
     (ll_send if protocol == "ll" else simple_send)(link, data, step)
 
 
 def _recv(protocol, link, step, deadline):
     if protocol == "ll":
-        return ll_recv(link, step, deadline)
-    return simple_recv(link, step, deadline), 0, 0
+        return ll_recv.__wrapped__(link, step, deadline)
+    return simple_recv.__wrapped__(link, step, deadline), 0, 0
 
 
 @dataclass(frozen=True)

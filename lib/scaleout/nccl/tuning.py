@@ -15,6 +15,7 @@ user-registered buffers or symmetric kernels, no NCCL_ALGO/NCCL_PROTO unless for
 
 from __future__ import annotations
 
+import itertools
 from dataclasses import dataclass
 
 import numpy as np
@@ -95,6 +96,13 @@ def build_comm(topo: Topology) -> Comm:
 
 def _log2i(n: int) -> int:
     return int(n).bit_length() - 1 if n > 0 else -1
+
+
+def _log2_array(n: np.ndarray) -> np.ndarray:
+    """:func:`_log2i` of every element of an int64 array below 2**53 (frexp's exponent is
+    the bit length, exactly, for integers a float64 holds exactly)."""
+    exponent = np.frexp(n.astype(np.float64))[1]
+    return np.where(n > 0, exponent - 1, -1).astype(np.int64)
 
 
 def _bandwidth(comm: Comm, coll: int, a: int, p: int) -> float:
@@ -314,7 +322,7 @@ def algo_time_us(table: Table, coll: int, a: int, p: int, nbytes: np.ndarray) ->
         return np.full(nbytes.shape, -1.0)
     bws = np.full(nbytes.shape, bw)
     if a == C.TREE and coll == C.ALLREDUCE:
-        log = np.array([_log2i(int(b) >> 6) for b in nbytes.ravel()]).reshape(nbytes.shape)
+        log = _log2_array(nbytes.astype(np.int64) >> 6)  # vectorised: no Python loop
         inside = (log >= 0) & (log < C.TREE_CORRECTION.shape[1])
         bws[inside] *= C.TREE_CORRECTION[p, log[inside]]
     lats = np.full(nbytes.shape, lat)
@@ -355,15 +363,25 @@ def _check_call(table, coll, a, p):
             checks.integer("p", p, 0, 2))  # fmt: skip
 
 
+#: Most message sizes one :func:`algo_time_us` or :func:`fastest` call prices (each size
+#: costs a few float64 temporaries; fastest prices up to 21 algorithm-protocol pairs).
+MAX_SIZES = 2**20
+
+
 def _bytes(nbytes) -> np.ndarray:
-    return checks.array("nbytes", nbytes, low=0.0, high=2.0**50, low_open=True)
+    return checks.array("nbytes", nbytes, low=0.0, high=2.0**50, low_open=True,
+                        max_size=MAX_SIZES)  # fmt: skip
+
+
+_MAX_INDICES = 64  # entries an algorithms/protocols argument may list (duplicates included)
 
 
 def _indices(name: str, values, n: int) -> tuple[int, ...]:
-    try:
-        values = tuple(values)
+    try:  # never more than the limit: a range(10**9) must not be materialised
+        values = tuple(itertools.islice(values, _MAX_INDICES + 1))
     except TypeError:
         raise checks.fail(name, f"a tuple of indices in [0, {n - 1}]", values) from None
-    if not values:
-        raise checks.fail(name, f"a non-empty tuple of indices in [0, {n - 1}]", values)
+    if not values or len(values) > _MAX_INDICES:
+        raise checks.fail(name, f"a non-empty tuple of at most {_MAX_INDICES} indices in "
+                          f"[0, {n - 1}]", values)  # fmt: skip
     return tuple(checks.integer(name, v, 0, n - 1) for v in values)

@@ -99,13 +99,15 @@ def tp_exposed(sec: dict, col, row, t: int, sp: bool, overlap: str, regather=Non
     on the critical path with ``overlap="none"``."""
     if not isinstance(sec, dict) or set(sec) != {"allreduce", "allgather", "reducescatter"}:
         raise checks.fail("sec", "a dict of allreduce, allgather, reducescatter seconds", sec)
-    ar, ag, rs = (checks.nonnegative(k, sec[k]) for k in ("allreduce", "allgather",
-                                                           "reducescatter"))  # fmt: skip
+    # At most 1e9 s each (decades): the sums below then never overflow to inf (and inf -
+    # inf to NaN).
+    ar, ag, rs = (checks.nonnegative(k, sec[k], 1e9) for k in ("allreduce", "allgather",
+                                                               "reducescatter"))  # fmt: skip
     for name, pair in (("col", col), ("row", row)):
         if not isinstance(pair, tuple | list) or len(pair) != 2:
             raise checks.fail(name, "a pair of GEMM seconds (attention, MLP)", pair)
         for x in pair:
-            checks.nonnegative(name, x)
+            checks.nonnegative(name, x, 1e9)
     t = checks.integer("t", t, 1, 1024)
     sp = checks.boolean("sp", sp)
     checks.choice("overlap", overlap, ("none", "megatron", "pipelined"))

@@ -1,5 +1,10 @@
 """Running the simulator: one write (:func:`scaleout.rdma.simulate`) or a sweep over one parameter
-(:func:`scaleout.rdma.sweep`), with the batched engine."""
+(:func:`scaleout.rdma.sweep`), with the batched engine.
+
+Limits: one write is bounded by :class:`~scaleout.rdma.SimConfig`'s (packets, transmissions,
+simulated time). A sweep runs strategies x values writes, so it is bounded jointly: strategies
+x values x packets per write at most ``MAX_SWEEP_PACKETS`` (2**20, a quarter of the largest
+single write), so a whole sweep costs less than one write at its limit."""
 
 from __future__ import annotations
 
@@ -13,6 +18,9 @@ from .engine import simulate_fast
 from .results import SimResult
 
 MAX_SWEEP_VALUES = 256
+#: Most packets one sweep simulates in all (strategies x values x packets per write): a
+#: quarter of the largest single write (the book's largest sweep: 720,896).
+MAX_SWEEP_PACKETS = 2**20
 _FIELDS = tuple(f.name for f in fields(SimConfig))
 SWEEPABLE = tuple(f for f in _FIELDS if f not in ("message_bytes", "strategy", "loss_model"))
 _INTEGER_FIELDS = ("mtu_bytes", "window_packets", "seed", "retry_cnt")
@@ -77,6 +85,13 @@ def sweep(name: str, values, strategies=STRATEGIES, **params) -> Sweep:
     if "message_bytes" not in params:
         raise checks.fail("params", "keywords that include message_bytes", params)
     base = SimConfig(**params)
+    mtu = int(values.min()) if name == "mtu_bytes" else base.mtu_bytes
+    packets = -(-base.message_bytes // mtu) if mtu > 0 else MAX_SWEEP_PACKETS + 1
+    work = len(strategies) * len(values) * packets
+    if work > MAX_SWEEP_PACKETS:
+        raise checks.fail("strategies x values x packets per write", f"at most "
+                          f"{MAX_SWEEP_PACKETS} (a quarter of the largest single write)",
+                          work)  # fmt: skip
     shape = (len(strategies), len(values))
     out = {k: np.zeros(shape) for k in ("gf", "gb", "sp", "rp", "to")}
     for i, s in enumerate(strategies):

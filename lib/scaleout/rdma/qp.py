@@ -210,7 +210,7 @@ class QueuePair:
 
 def _peer(peer) -> dict:
     what = "a dict with 'qp_num' and 'psn' (integers below 2**24) and 'gid' (a string)"
-    if not isinstance(peer, dict) or set(peer) < {"qp_num", "psn", "gid"}:
+    if not isinstance(peer, dict) or not {"qp_num", "psn", "gid"} <= set(peer):
         raise checks.fail("peer", what, peer)
     for key in ("qp_num", "psn"):
         if not checks.is_integer(peer[key]) or not 0 <= peer[key] < PSN_MODULUS:

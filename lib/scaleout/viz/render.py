@@ -52,7 +52,7 @@ def check_name(name: str, what: str = "name") -> str:
             "becomes the figure's stable HTML id)",
             name,
         )
-    return name
+    return str.__str__(name)  # a plain str: a subclass's __format__/__str__ cannot alter the id
 
 
 #: Significant digits every float of a figure is rounded to (see :func:`portable`).
@@ -81,17 +81,30 @@ def _typed_array(obj: dict) -> list:
     return portable(arr.tolist())
 
 
+#: Deepest nesting of lists and dicts :func:`portable` accepts (plotly figures use < 10).
+MAX_DEPTH = 64
+
+
 def portable(obj):
     """``obj`` (JSON data) with every float rounded to :data:`SIGNIFICANT_DIGITS` digits and
-    plotly's base64 typed arrays written out as lists: the same bytes on every CPU."""
+    plotly's base64 typed arrays written out as lists: the same bytes on every CPU. Nesting
+    deeper than :data:`MAX_DEPTH` is a ValueError."""
+    return _portable(obj, 0)
+
+
+def _portable(obj, depth):
     if isinstance(obj, float):
         return _round(obj)
+    if isinstance(obj, list | dict) and depth >= MAX_DEPTH:
+        raise checks.fail(
+            "obj", f"JSON data nested at most {MAX_DEPTH} deep", f"deeper, {type(obj).__name__}"
+        )
     if isinstance(obj, list):
-        return [portable(v) for v in obj]
+        return [_portable(v, depth + 1) for v in obj]
     if isinstance(obj, dict):
         if "bdata" in obj and "dtype" in obj:
             return _typed_array(obj)
-        return {k: portable(v) for k, v in obj.items()}
+        return {k: _portable(v, depth + 1) for k, v in obj.items()}
     return obj
 
 
