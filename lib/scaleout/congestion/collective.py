@@ -203,7 +203,7 @@ def collective_under_ecmp(
     ``seeds x spine flows x qps`` at most 2**24 (with ``flowlets`` for adaptive routing, at
     most 2**18)."""
     cluster = cluster_of(machine, fabric)
-    n = checks.positive("nbytes", nbytes, 1e15)
+    n = checks.real("nbytes", nbytes, 1.0, 1e15)  # at least a byte: subnormals divide by 0
     collective = checks.choice("collective", collective, COLLECTIVES)
     q = checks.integer("qps_per_connection", qps_per_connection, 1, MAX_QPS)
     routing = checks.choice("routing", routing, ROUTINGS)
