@@ -68,3 +68,14 @@ def test_bad_names_raise():
         data.load("gpu")
     with pytest.raises(ValueError, match="gpu must be"):
         data.gpu_fields("Z100")
+
+
+def test_the_bibliography_parses_whole():
+    """Every entry of references.bib is read by the book's BibTeX parser (a merge that drops a
+    closing brace fails the build, not only a look-up)."""
+    from pybtex.database import parse_file
+
+    path = Path(__file__).resolve().parents[2] / "references.bib"
+    db = parse_file(str(path))
+    declared = [line for line in path.read_text().splitlines() if line.startswith("@")]
+    assert len(db.entries) == len(declared)
