@@ -96,7 +96,7 @@ class Mesh:
 
     @property
     def size(self) -> int:
-        """Number of ranks (GPUs): tp cp dp pp."""
+        """The number of ranks, one GPU each, tp x cp x dp x pp."""
         return self.tp * self.cp * self.dp * self.pp
 
     @property

@@ -175,8 +175,8 @@ class Transformer:
 
     @property
     def layer_params(self) -> float:
-        """All parameters of one layer: attention, every expert's MLP, a router when there
-        are experts, two norms with scale and bias."""
+        """The parameters of one layer, all of them (attention, every expert's MLP, a router
+        when there are experts, two norms with scale and bias)."""
         h, d = self.hidden, self.head_dim
         attn = h * (self.heads + 2 * self.g) * d + h * h
         if self.positions:
@@ -261,7 +261,7 @@ def _llama3(name, layers, hidden, heads, ffn, seq=8192):
                        vocab=128256, tied=False, positions=False, name=name)  # fmt: skip
 
 
-#: The models the book names, by name. Sources: GPT-3 175B, Brown et al. 2020, Table 2.1
+#: The models the book names, keyed by name. Sources. GPT-3 175B, Brown et al. 2020, Table 2.1
 #: (96 layers, h = 12,288, 96 heads, s = 2,048; V = 51,200 as in Narayanan et al.);
 #: Llama 2 70B, Touvron et al. 2023, Table 1 and the released config (80 layers, h = 8,192,
 #: 64 heads, 8 KV heads, SwiGLU FFN 28,672, V = 32,000, s = 4,096); Llama 3 8B, 70B and 405B,

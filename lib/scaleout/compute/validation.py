@@ -20,7 +20,7 @@ layer's forward and backward time with and without sequence parallelism and sele
 full recomputation (:func:`layer_rows`, :func:`layer_summary`). Their times include the
 tensor-parallel collectives on the node's NVLink, which the layer model leaves out, so the
 comparison adds them as chapter 15's planner does (NCCL's collective times,
-:func:`scaleout.nccl.collective_seconds`, and the overlap rules of
+``scaleout.nccl.collective_seconds``, and the overlap rules of
 :func:`scaleout.overlap.tp_layer`, which the planner's ``tp_exposed`` follows): priced with
 NCCL's model on a DGX A100 (:func:`scaleout.machine.preset`),
 forward collectives on the critical path, backward ones beside the weight- and

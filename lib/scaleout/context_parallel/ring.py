@@ -33,8 +33,8 @@ Limits: ``cp`` at most :data:`~scaleout.context_parallel.ring.MAX_CP`;
 :mod:`~scaleout.context_parallel.attention` and at most ``MAX_RING_STEPS`` block steps
 (cp x cp, each a Python step: cp <= 64); ``ring_work`` with ``documents`` at most
 ``MAX_DOCUMENT_WORK`` = documents x cp x cp run pairs counted (and so
-:func:`~scaleout.context_parallel.attention_seconds`). :func:`balance` counts exactly (Python
-integers: no int64 wrap).
+:func:`~scaleout.context_parallel.attention_seconds`).
+:func:`scaleout.context_parallel.balance` counts exactly (Python integers: no int64 wrap).
 """
 
 from __future__ import annotations

@@ -41,7 +41,8 @@ expert) into k chosen experts and k gate weights:
   rank drops among its own tokens) do.
 
 Limits: at most ``MAX_TOKENS`` tokens, ``MAX_EXPERTS`` experts and
-``scaleout.checks.MAX_ELEMENTS`` logits; :func:`route` takes at most ``MAX_ROUTE_LOGITS``
+``scaleout.checks.MAX_ELEMENTS`` logits; :func:`scaleout.moe.route` takes at most
+``MAX_ROUTE_LOGITS``
 (tokens x experts, 2**24): it holds about ten arrays of that many values at once (its sort
 and group selection included), 1.3 GiB at the limit.
 """

@@ -23,7 +23,8 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-#: Operations one simulation may hold (bounded work and memory: about 1.5 s and 400 MB).
+#: The most operations one simulation may hold, for bounded work and memory (about 1.5 s
+#: and 400 MB).
 MAX_OPS = 1 << 20
 
 

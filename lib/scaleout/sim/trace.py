@@ -144,7 +144,7 @@ class StepTrace:
         return [self._event(i) for i in reversed(chain)]
 
     def breakdown_of(self, rank: int) -> dict:
-        """:attr:`breakdown` of one simulated rank (a key of :attr:`units`), up to the
+        """``breakdown`` of one simulated rank (a key of ``units``), up to the
         step's end: its compute, exposed communication, bubble, straggler wait, slowdown,
         optimizer, and ``idle_after`` (done before the step ends)."""
         rank = checks.integer("rank", rank, 0, 1 << 24)

@@ -1,13 +1,13 @@
 """The simulator beside the planner's closed form and the published runs (chapter 16).
 
-:func:`published` simulates every run of :func:`scaleout.planner.published.runs` with the
+``published`` simulates every run of :func:`scaleout.planner.published.runs` with the
 planner's own inputs and its calibration of the GPU generation (fitted on the planner's
 ``fit`` rows; nothing is fitted to the simulator), so that
 
-* the simulator against the planner (:func:`against_planner`) isolates how the parts
+* the simulator against the planner (``against_planner``) isolates how the parts
   combine: the same compute, TP, transfer, gradient and optimizer seconds, added up in
   closed form by one and run as dependent operations by the other;
-* the simulator against the measurements (:func:`held_out`) reports its error on the
+* the simulator against the measurements (``held_out``) reports its error on the
   held-out runs and, per sweep of at least three runs, Spearman's rho of predicted against
   measured throughput, as :func:`scaleout.planner.published.summary` does for the planner.
 """
@@ -64,7 +64,7 @@ def published() -> tuple[Comparison, ...]:
 
 
 def against_planner(rows) -> dict:
-    """Median and largest |sim / planner - 1| of ``rows`` (:func:`published`), and the runs
+    """Median and largest |sim / planner - 1| of ``rows`` (``published``), and the runs
     beyond 5%."""
     rows = _rows(rows)
     d = np.array([abs(c.diff) for c in rows])
@@ -74,7 +74,7 @@ def against_planner(rows) -> dict:
 
 def held_out(rows) -> dict:
     """The simulator's and the planner's median and largest |error| on the held-out runs of
-    ``rows`` (:func:`published`),
+    ``rows`` (``published``),
     and Spearman's rho of throughput (1 / seconds per step) per sweep of >= 3 runs."""
     rows = _rows(rows)
     held = [c for c in rows if c.split == "held-out"]

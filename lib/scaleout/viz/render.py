@@ -88,7 +88,7 @@ MAX_DEPTH = 64
 def portable(obj):
     """``obj`` (JSON data) with every float rounded to :data:`SIGNIFICANT_DIGITS` digits and
     plotly's base64 typed arrays written out as lists: the same bytes on every CPU. Nesting
-    deeper than :data:`MAX_DEPTH` is a ValueError."""
+    deeper than ``MAX_DEPTH`` is a ValueError."""
     return _portable(obj, 0)
 
 
