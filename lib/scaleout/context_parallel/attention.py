@@ -23,8 +23,9 @@ block after block; the order of the blocks does not matter.
 Limits: every array at most ``checks.MAX_ELEMENTS`` values, and the score matrix of one
 block (heads x queries x keys) as well;
 :func:`scaleout.context_parallel.blockwise_attention` at most ``MAX_BLOCK_STEPS`` blocks
-(ceil(keys / block), each a Python step) and at most ``MAX_ATTENTION_WORK`` multiply-adds in all (heads x queries x keys x head_dim). Scores
-q.k / sqrt(d) and outputs must be finite in float64: inputs whose product overflows are
+(ceil(keys / block), each a Python step) and at most ``MAX_ATTENTION_WORK`` multiply-adds
+in all (heads x queries x keys x head_dim). Scores q.k / sqrt(d) and outputs must be finite
+in float64: inputs whose product overflows are
 rejected (never reported as "no visible key").
 """
 
