@@ -143,3 +143,24 @@ def stage_order(name, p, m, v=1, group=None) -> list[list[tuple[str, int, int]]]
     letters = np.array(PHASES)[ph].tolist()
     ops = list(zip(letters, mb.tolist(), ch.tolist(), strict=True))
     return [ops[a:b] for a, b in zip(bounds[:-1], bounds[1:], strict=True)]
+
+
+def _dependencies(name, p, m, v, st, ph, mb, ch):
+    """``(vs, dep)`` for the operations of :func:`_order_arrays`: each one's virtual stage
+    (chunk c of device r is virtual stage c p + r, or in a V 2p - 1 - r for chunk 1) and the
+    index of the operation whose output it needs (-1: none). F needs the previous virtual
+    stage's F, B (or a full BW) the next stage's B (the last stage: its own F), W its own B.
+    Shared by the schedule simulator and the step simulator (chapter 16)."""
+    n_vs = p * v
+    vs = np.where(ch == 0, st, 2 * p - 1 - st) if name in V_SCHEDULES else ch * p + st
+    kind = np.where(ph == 3, 1, ph)  # a full backward produces the input gradient, as B
+    index = np.full((3, n_vs, m), -1, dtype=np.int64)
+    index[kind, vs, mb] = np.arange(len(ph))
+    dep = np.full(len(ph), -1, dtype=np.int64)
+    f, b, w = kind == 0, kind == 1, kind == 2
+    dep[f & (vs > 0)] = index[0, vs[f & (vs > 0)] - 1, mb[f & (vs > 0)]]
+    last = b & (vs == n_vs - 1)
+    dep[last] = index[0, vs[last], mb[last]]
+    dep[b & ~last] = index[1, vs[b & ~last] + 1, mb[b & ~last]]
+    dep[w] = index[1, vs[w], mb[w]]
+    return vs, dep

@@ -6,7 +6,7 @@ from __future__ import annotations
 import numpy as np
 
 from .. import checks
-from .orders import PHASES, V_SCHEDULES, _check, _order_arrays
+from .orders import PHASES, _check, _dependencies, _order_arrays
 from .timeline import Schedule
 
 #: Schedules that split the backward into B (input gradient) and W (weight gradient).
@@ -41,18 +41,7 @@ def schedule(name, p, m, v=1, t_f=1.0, t_b=2.0, t_w=None, *, group=None, t_comm=
     dur = (t_f / v, (t_b - t_w) / v, t_w / v, t_b / v)  # F, B, W, BW (PHASES order)
 
     st, ph, mb, ch = _order_arrays(name, p, m, v, group)
-    n_vs = p * v  # virtual stages; chunk c of device r is virtual stage c p + r, or in a V
-    vs = np.where(ch == 0, st, 2 * p - 1 - st) if name in V_SCHEDULES else ch * p + st
-    kind = np.where(ph == 3, 1, ph)  # a full backward produces the input gradient, as B
-    index = np.full((3, n_vs, m), -1, dtype=np.int64)
-    index[kind, vs, mb] = np.arange(len(ph))
-    dep = np.full(len(ph), -1, dtype=np.int64)
-    f, b, w = kind == 0, kind == 1, kind == 2
-    dep[f & (vs > 0)] = index[0, vs[f & (vs > 0)] - 1, mb[f & (vs > 0)]]
-    last = b & (vs == n_vs - 1)
-    dep[last] = index[0, vs[last], mb[last]]
-    dep[b & ~last] = index[1, vs[b & ~last] + 1, mb[b & ~last]]
-    dep[w] = index[1, vs[w], mb[w]]
+    vs, dep = _dependencies(name, p, m, v, st, ph, mb, ch)
     delay = np.where((dep >= 0) & (st[dep] != st), t_comm, 0.0)  # p2p transfers
     bounds = np.searchsorted(st, np.arange(p + 1))
     duration = np.array(dur)[ph]

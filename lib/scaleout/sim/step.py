@@ -40,7 +40,7 @@ import numpy as np
 from .. import checks, mesh
 from .. import memory as MEM
 from .. import pipeline as PP
-from ..pipeline.orders import _check, _order_arrays
+from ..pipeline.orders import _check, _dependencies, _order_arrays
 from ..planner import comm as C
 from ..planner.compute_term import layer_times, logits_seconds, optimizer_seconds
 from ..planner.model import Cluster, Model
@@ -138,17 +138,8 @@ class _Base:
         st, ph, mb, ch = _order_arrays(name, p, m, chunks, group)
         self.st, self.ph, self.mb, self.ch = st, ph, mb, ch
         n_vs = p * chunks
-        vs = np.where(ch == 0, st, 2 * p - 1 - st) if name in PP.V_SCHEDULES else ch * p + st
-        kind = np.where(ph == 3, 1, ph)
-        index = np.full((3, n_vs, m), -1, dtype=np.int64)
-        index[kind, vs, mb] = np.arange(len(ph))
-        dep = np.full(len(ph), -1, dtype=np.int64)
-        f, b, w = kind == 0, kind == 1, kind == 2
-        dep[f & (vs > 0)] = index[0, vs[f & (vs > 0)] - 1, mb[f & (vs > 0)]]
-        last = b & (vs == n_vs - 1)
-        dep[last] = index[0, vs[last], mb[last]]
-        dep[b & ~last] = index[1, vs[b & ~last] + 1, mb[b & ~last]]
-        dep[w] = index[1, vs[w], mb[w]]
+        vs, dep = _dependencies(name, p, m, chunks, st, ph, mb, ch)
+        f = ph == 0
         self.dep = dep
         self.cross = (dep >= 0) & (st[np.maximum(dep, 0)] != st)  # needs a transfer
         split = name in PP.SPLIT_BACKWARD
