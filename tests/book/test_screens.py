@@ -18,21 +18,13 @@ What a reader must get, page by page:
 
 from __future__ import annotations
 
-import functools
-import http.server
-import os
-import threading
 import time
 from pathlib import Path
 
 import pytest
-import yaml
+from repo_paths import ROOT
+from test_site import CHROMEDRIVER, CHROMIUM, SITE, toc_pages
 
-ROOT = Path(__file__).resolve().parents[2]
-SITE = Path(os.environ.get("SCALEOUT_SITE", ROOT / "_build" / "html"))
-TOC = ROOT / "_toc.yml"
-CHROMIUM = "/usr/bin/chromium"
-CHROMEDRIVER = "/usr/bin/chromedriver"
 AXE = ROOT / "tools" / "axe" / "node_modules" / "axe-core" / "axe.min.js"
 PHONE = (390, 844)
 DESKTOP = (1280, 1000)
@@ -51,22 +43,6 @@ AXE_PAGES = [
 pytestmark = pytest.mark.browser
 
 
-def toc_pages() -> list[str]:
-    toc = yaml.safe_load(TOC.read_text())
-    pages = [toc["root"]]
-
-    def walk(entries):
-        for entry in entries or []:
-            if "file" in entry:
-                pages.append(str(Path(entry["file"]).with_suffix("")))
-            walk(entry.get("chapters"))
-            walk(entry.get("sections"))
-
-    walk(toc.get("parts"))
-    walk(toc.get("chapters"))
-    return pages
-
-
 def pages_with(marker: str) -> list[str]:
     out = []
     for page in toc_pages():
@@ -74,23 +50,6 @@ def pages_with(marker: str) -> list[str]:
         if path.is_file() and marker in path.read_text():
             out.append(page)
     return out
-
-
-class QuietHandler(http.server.SimpleHTTPRequestHandler):
-    def log_message(self, *args):
-        pass
-
-
-@pytest.fixture(scope="module")
-def site_url():
-    if not (SITE / "index.html").is_file():
-        pytest.fail(f"no built book at {SITE}: build the book first")
-    handler = functools.partial(QuietHandler, directory=str(SITE))
-    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
-    threading.Thread(target=server.serve_forever, daemon=True).start()
-    yield f"http://127.0.0.1:{server.server_address[1]}"
-    server.shutdown()
-    server.server_close()
 
 
 @pytest.fixture(scope="module")
