@@ -8,12 +8,13 @@ are) and ``fuzz`` (the fuzzer, whose baselines are ``tests/fuzz_baselines``) fro
 from __future__ import annotations
 
 import os
-import subprocess
 import sys
 from pathlib import Path
 
 import pytest
 from hypothesis import settings
+
+from scaleout import proctree
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
@@ -38,9 +39,9 @@ def torchrun():
             pytest.fail(f"torchrun not found next to {sys.executable}: reinstall torch")
         cmd = [str(TORCHRUN), "--standalone", "--nproc-per-node", str(nproc), "-m", module]
         env = {**os.environ, "OMP_NUM_THREADS": "1"}
-        proc = subprocess.run(
-            cmd + list(args), capture_output=True, text=True, timeout=timeout, env=env
-        )
+        # proctree, not subprocess.run: torchrun's workers live in sessions of their own,
+        # and on a timeout they are killed too (and the failure says what each was doing)
+        proc = proctree.run(cmd + list(args), timeout_s=timeout, env=env)
         assert proc.returncode == 0, proc.stdout + proc.stderr
         assert "MISMATCH" not in proc.stdout, proc.stdout
         return proc.stdout

@@ -11,6 +11,7 @@ from pathlib import Path
 
 import pytest
 
+from scaleout import proctree
 from scaleout.demos import failures as D
 
 
@@ -83,3 +84,18 @@ def test_launch_checks_its_arguments_first():
         D.launch(steps=4, kill_step=9)
     with pytest.raises(ValueError, match="timeout_s"):
         D.launch(timeout_s=0)
+
+
+@pytest.mark.timeout(200)
+def test_a_rank_past_its_limit_prints_where_it_is_and_exits():
+    """Under torchrun, --timeout-s is each rank's own limit (faulthandler): a run far longer
+    than it fails, with the ranks' stacks, instead of hanging."""
+    with tempfile.TemporaryDirectory() as tmp:
+        cmd = [sys.executable, "-m", "torch.distributed.run", "--standalone",
+               "--nproc-per-node", "2", "--max-restarts", "0", "-m", "scaleout.demos.failures",
+               "--steps", "1000", "--kill-step", "999", "--timeout-s", "1",
+               "--checkpoint-dir", str(Path(tmp) / "ckpt")]  # fmt: skip
+        env = {**os.environ, "OMP_NUM_THREADS": "1", "GLOO_SOCKET_IFNAME": "lo"}
+        got = proctree.run(cmd, timeout_s=150, env=env)
+    assert got.returncode != 0
+    assert "Timeout (0:00:01)!" in got.stderr and "most recent call first" in got.stderr

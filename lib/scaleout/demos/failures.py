@@ -31,15 +31,17 @@ checkpoint "step 8" holds the state after 8. Chapter 17 runs this demo.
 from __future__ import annotations
 
 import argparse
+import faulthandler
 import json
 import os
 import shutil
 import signal
-import subprocess
 import sys
 import tempfile
 from dataclasses import dataclass
 from pathlib import Path
+
+from scaleout import proctree
 
 MAX_STEPS = 1000
 DIMS = (16, 32, 32, 4)
@@ -156,6 +158,9 @@ def worker(args) -> int:
     from torch.distributed.checkpoint.state_dict import set_state_dict
     from torch.nn.parallel import DistributedDataParallel as DDP
 
+    # a rank that hangs (a collective whose peer is gone, an exit that never ends) prints
+    # every thread's stack and exits after --timeout-s, instead of running for ever
+    faulthandler.dump_traceback_later(args.timeout_s, exit=True)
     attempt = int(os.environ.get("TORCHELASTIC_RESTART_COUNT", "0"))
     max_restarts = int(os.environ.get("TORCHELASTIC_MAX_RESTARTS", "0"))
     run_id = os.environ.get("TORCHELASTIC_RUN_ID", "none")
@@ -268,7 +273,13 @@ def _parser() -> argparse.ArgumentParser:
         help="it dies at the start of this step, 1 .. steps - 1",
     )
     p.add_argument("--checkpoint-dir", default=None, help="default: a temporary folder")
-    p.add_argument("--timeout-s", type=float, default=180.0, help="limit when launching")
+    p.add_argument(
+        "--timeout-s",
+        type=float,
+        default=180.0,
+        help="when launching: the whole run's limit; under torchrun: each rank's limit, "
+        "past which it prints its stacks and exits",
+    )
     return p
 
 
@@ -304,8 +315,10 @@ def launch(
 ) -> Launched:
     """Run the demo under ``torchrun --standalone --nproc-per-node 2 --max-restarts 1`` in a
     subprocess, with a temporary checkpoint folder removed afterwards. The flags are checked
-    first (ValueError); on ``timeout_s`` the whole process group is killed and
-    ``TimeoutError`` raised, so nothing is left running."""
+    first (ValueError). Each rank gets half of ``timeout_s`` per attempt: past it, it prints
+    every thread's stack and exits (:mod:`faulthandler`), so a hung rank fails the attempt
+    and says where it hung. On ``timeout_s`` torchrun and every worker it started (each in a
+    session of its own) are killed and ``TimeoutError`` raised, so nothing is left running."""
     argv = [
         "--steps",
         str(steps),
@@ -349,30 +362,17 @@ def launch(
             "-m",
             "scaleout.demos.failures",
             *argv,
+            "--timeout-s",
+            str(max(1.0, timeout_s / 2)),  # each rank's own limit, per attempt (two attempts)
             "--checkpoint-dir",
             str(Path(tmp) / "ckpt"),
         ]
         env = {**os.environ, "OMP_NUM_THREADS": "1", "GLOO_SOCKET_IFNAME": "lo"}
-        proc = subprocess.Popen(
-            cmd,
-            stdout=subprocess.PIPE,
-            stderr=subprocess.PIPE,
-            text=True,
-            env=env,
-            start_new_session=True,
-        )
         try:
-            out, err = proc.communicate(timeout=timeout_s)
-        except subprocess.TimeoutExpired:
-            os.killpg(proc.pid, signal.SIGKILL)
-            proc.communicate()
-            raise TimeoutError(f"the failures demo did not finish in {timeout_s} s") from None
-        finally:
-            try:  # anything the group left behind (it should have left nothing)
-                os.killpg(proc.pid, signal.SIGKILL)
-            except ProcessLookupError:
-                pass
-    return Launched(proc.returncode, out, err)
+            done = proctree.run(cmd, timeout_s=timeout_s, env=env)
+        except proctree.LauncherTimeout as e:
+            raise TimeoutError(f"the failures demo did not finish: {e}") from None
+    return Launched(done.returncode, done.stdout, done.stderr)
 
 
 def main(argv: list[str] | None = None) -> int:
