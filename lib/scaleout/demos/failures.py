@@ -238,10 +238,11 @@ def worker(args) -> int:
         flags = torch.tensor([int(same_w and same_o)])
         dist.all_reduce(flags, op=dist.ReduceOp.MIN)
         ok = ok and bool(flags.item())
+        # only here, where every rank got this far: destroying a group while a peer is
+        # still in a collective (after an exception) can hang (torchtitan PR 1342)
+        dist.destroy_process_group()
     finally:
         last_attempt = attempt >= max_restarts
-        if dist.is_initialized():
-            dist.destroy_process_group()
         if rank == 0 and default_dir and last_attempt:
             shutil.rmtree(folder, ignore_errors=True)
     return 0 if ok else 1
