@@ -150,7 +150,9 @@ def run(cmd: list[str], *, timeout_s: float, env: dict | None = None, poll_s: fl
     cannot make the wait hang. Every ``poll_s`` the processes below ``cmd`` are noted (with
     their start times, so a reused pid is never hit): when ``cmd`` ends, any of them still
     running is killed; on ``timeout_s`` all of them and ``cmd`` are killed and
-    :class:`LauncherTimeout` raised, saying what each was doing."""
+    :class:`LauncherTimeout` raised, saying what each was doing. ``TMPDIR`` points at a
+    private folder removed afterwards (torchrun leaves ``torchelastic_*`` folders there).
+    ``env`` replaces the environment (default: this process's)."""
     if (
         isinstance(timeout_s, bool)
         or not isinstance(timeout_s, int | float)
@@ -164,7 +166,12 @@ def run(cmd: list[str], *, timeout_s: float, env: dict | None = None, poll_s: fl
         or not all(isinstance(a, str | os.PathLike) for a in cmd)
     ):
         raise ValueError(f"cmd must be a non-empty list of strings, got {cmd!r}")
-    with tempfile.TemporaryFile("w+") as out_f, tempfile.TemporaryFile("w+") as err_f:
+    with (
+        tempfile.TemporaryFile("w+") as out_f,
+        tempfile.TemporaryFile("w+") as err_f,
+        tempfile.TemporaryDirectory(prefix="scaleout-run-") as private_tmp,
+    ):
+        env = {**(os.environ if env is None else env), "TMPDIR": private_tmp}
         proc = subprocess.Popen(
             cmd, stdout=out_f, stderr=err_f, text=True, env=env, start_new_session=True
         )

@@ -86,3 +86,11 @@ def test_a_worker_that_outlives_its_launcher_neither_blocks_the_wait_nor_survive
     while _alive(worker) and time.monotonic() < deadline:
         time.sleep(0.05)
     assert not _alive(worker), "a worker of the finished launcher was left running"
+
+
+def test_the_commands_temporary_files_are_removed():
+    code = "import tempfile; d = tempfile.mkdtemp(prefix='torchelastic_'); print(d)"
+    got = proctree.run([sys.executable, "-c", code], timeout_s=60)
+    made = got.stdout.strip()
+    assert os.path.basename(os.path.dirname(made)).startswith("scaleout-run-")  # private TMPDIR
+    assert not os.path.exists(os.path.dirname(made))  # removed with what the command left
