@@ -1,6 +1,9 @@
 from fuzz import call
 
 from scaleout import nccl
+from scaleout.nccl import published
+
+_ROWS = published.rows()
 
 BASELINES = {
     "Measurement": call(
@@ -17,4 +20,6 @@ BASELINES = {
     ),
     "rows": call(),
     "alltoall_rows": call(),
+    "on_design": call(published.MEASUREMENTS[0], "ring"),
+    "split_summary": call(_ROWS),
 }

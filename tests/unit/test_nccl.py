@@ -319,6 +319,34 @@ def test_validation_rows_cover_six_setups_and_rank_them():
     assert published.spearman([r["measured"] for r in busbw], [r["predicted"] for r in busbw]) > 0.7
 
 
+def test_validation_rows_split_on_and_off_design():
+    """Issue 29: rows on the machines NCCL's constants were tuned for (Ring or NVLS, large
+    sizes, DGX A100/H100/H200) reported apart from the rest, each with error and Spearman."""
+    rows = published.rows()
+    split = published.split_summary(rows)
+    on = [r for r in rows if r["on_design"]]
+    assert split["on design"]["rows"] == len(on) >= 10
+    assert all(r["kind"] == "busbw" and r["algorithm"] in ("ring", "nvls") for r in on)
+    forced_tree = [r for r in rows if r["forced"] in ("tree", "nvls_tree")]
+    assert forced_tree and not any(r["on_design"] for r in forced_tree)
+    assert not any(r["on_design"] for r in rows if "B200" in r["label"] or "GB200" in r["label"])
+    assert split["on design"]["median_abs"] < split["off design"]["median_abs"]
+    assert split["on design"]["spearman"] > 0.8 and split["off design"]["spearman"] > 0.8
+    # every GTC bar is read from the slide that shows it, and the forced NVLSTree scan is
+    # compared with NVLS-Tree, not with NCCL's default choice
+    for r in rows:
+        if "GTC" in r["note"]:
+            assert r["source"] in (published.GTC25_AR, published.GTC24_NVLSTREE), r["label"]
+        if r["source"] == published.GTC24_NVLSTREE:
+            assert r["forced"] == r["algorithm"] == "nvls_tree"
+    by = {r["label"]: r for r in rows}
+    assert by["DGX H100 multi-node"]["measured"] == 370.0  # the 2025 slide, 32 GPUs
+    with pytest.raises(ValueError, match="rows must be"):
+        published.split_summary([{"kind": "busbw"}])
+    with pytest.raises(ValueError, match="at least one on design"):
+        published.split_summary([r for r in rows if not r["on_design"]])
+
+
 def test_alltoall_rows_cover_single_and_multi_node_and_rank_them():
     rows = published.alltoall_rows()
     assert len(rows) >= 4 and all(r["algorithm"] == "p2p" and r["kind"] == "busbw" for r in rows)

@@ -21,8 +21,10 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+import numpy as np
+
 from .. import checks
-from ..stats import spearman  # noqa: F401  (re-exported: chapters import it here)
+from ..stats import spearman
 from .model import ALGORITHMS, ALL_COLLECTIVES, predict
 from .topo import Topology, topology
 
@@ -31,7 +33,16 @@ ML_ENG = ("https://github.com/stas00/ml-engineering/blob/744d01e18b79512572f64a6
 ISSUE = "https://github.com/NVIDIA/{}/issues/{}"
 GTC25_A2A = ("https://github.com/stas00/ml-engineering/blob/744d01e18b79512572f64a6bbd8b5f4a"
              "725203a7/network/images/all-to-all-bw-2025.png")  # fmt: skip
+GTC25_AR = ("https://github.com/stas00/ml-engineering/blob/744d01e18b79512572f64a6bbd8b5f4a"
+            "725203a7/network/images/all-reduce-bw-2025.png")  # fmt: skip
+GTC24_NVLSTREE = ("https://github.com/stas00/ml-engineering/blob/744d01e18b79512572f64a6bbd8b5f"
+                  "4a725203a7/network/images/nccl-all-reduce-scan-nvlstree.png")  # fmt: skip
 GIB = 2**30
+#: The machines NCCL's hand-set constants were tuned for (its per-channel speeds, latencies
+#: and the Ring and NVLS bandwidth rules): rows on these presets, at large sizes, with Ring or
+#: NVLS and no IB SHARP are "on design"; every other row reuses the constants off design.
+ON_DESIGN_PRESETS = ("dgx-a100", "dgx-h100")
+ON_DESIGN_ALGORITHMS = ("ring", "nvls")
 
 
 @dataclass(frozen=True)
@@ -74,6 +85,36 @@ def _gb200(nodes, gpus):
                     nvls=False)  # fmt: skip
 
 
+def _b200(gpus=8, nvls=True):
+    """``gpus`` of one 8 x B200 server (HGX B200: NVLink 5, one NIC per GPU, Intel hosts)."""
+    return topology("gb200-nvl72", gpus_per_node=8, nics_per_node=8, gpu="B200", cpu="intel",
+                    nvls=nvls).group(gpus, 1)  # fmt: skip
+
+
+def _nvl72(gpus, nvls=True):
+    """``gpus`` GPUs of one GB200 NVL72 NVLink domain."""
+    return topology("gb200-nvl72", gpus_per_node=gpus, nics_per_node=gpus, nvls=nvls)
+
+
+_SWEEP_B200 = (
+    "8 x B200 p6-b200.48xlarge, nccl-tests at 8 GiB, measured 2026-08-09 (README.md "
+    "lines 937-941); the chooser is AWS's NCCL_TUNER_PLUGIN=ofi ('base Tuner')"
+)
+_SWEEP_H200 = "8 x H200, nccl-tests at 8 GiB (README.md lines 925-929)"
+_GTC25_8 = (
+    "NVIDIA GTC 2025 S72583 slide 'Collective Communication Bandwidth', left (8 GPUs); "
+    "size not stated, model at 16 GiB (the Open Book matched the bars at about 8 GiB)"
+)
+_GTC25_32 = (
+    "NVIDIA GTC 2025 S72583 slide 'Collective Communication Bandwidth', right (32 GPUs)"
+    "; size not stated, model at 16 GiB"
+)
+_GTC24 = (
+    "NVIDIA GTC 2024 S62129 slide 35 (NCCL_ALGO=NVLSTree, H100), read off the plot at 16 "
+    "GiB to +-3 GB/s (y axis 0-400 GB/s over 636 pixels); modelled as DGX H100 servers"
+)
+
+
 #: Published bus bandwidths and times of the five collectives, one per setup.
 MEASUREMENTS: tuple[Measurement, ...] = (
     Measurement("8xA100 1 node", topology("dgx-a100"), "allreduce", 16 * GIB, None, "busbw",
@@ -89,23 +130,55 @@ MEASUREMENTS: tuple[Measurement, ...] = (
     Measurement("8xH200 reduce-scatter", _h100(), "reducescatter", 16 * GIB, None, "busbw",
                 362.9, "ring", ML_ENG, "2.27.7"),
     Measurement("4 of 8 H200", _h100().group(4, 1), "allreduce", 8 * GIB, None, "busbw",
-                363.3, "ring", ML_ENG, "not stated", "GPU-count sweep, 8 GiB"),
+                363.3, "ring", ML_ENG, "not stated", _SWEEP_H200),
     Measurement("5 of 8 H200", _h100().group(5, 1), "allreduce", 8 * GIB, None, "busbw",
-                414.2, "nvls", ML_ENG, "not stated", "GPU-count sweep, 8 GiB"),
+                414.2, "nvls", ML_ENG, "not stated", _SWEEP_H200),
     Measurement("6 of 8 H200", _h100().group(6, 1), "allreduce", 8 * GIB, None, "busbw",
-                435.6, "nvls", ML_ENG, "not stated", "GPU-count sweep, 8 GiB"),
+                435.6, "nvls", ML_ENG, "not stated", _SWEEP_H200),
     Measurement("7 of 8 H200", _h100().group(7, 1), "allreduce", 8 * GIB, None, "busbw",
-                460.0, "nvls", ML_ENG, "not stated", "GPU-count sweep, 8 GiB"),
+                460.0, "nvls", ML_ENG, "not stated", _SWEEP_H200),
     Measurement("DGX A100 multi-node", topology("dgx-a100", nodes=4), "allreduce", 16 * GIB,
-                None, "busbw", 192.0, None, ISSUE.format("nccl", 1576), "not stated",
-                "NVIDIA engineer's figure (quoted from issue 812); node count not stated, "
-                "model at 4 nodes; also NVIDIA GTC 2024 S62129"),
-    Measurement("DGX H100 multi-node", _h100(4), "allreduce", 16 * GIB, None, "busbw", 380.0,
-                None, ML_ENG, "not stated",
-                "NVIDIA GTC 2024 S62129 as reproduced; node count not stated, model at 4"),
+                None, "busbw", 192.0, None, GTC25_AR, "not stated",
+                f"4 DGX A100, 8 x 200 Gb/s RDMA; {_GTC25_32}; the same 192 GB/s an NVIDIA "
+                "engineer quotes in NVIDIA/nccl issues 812 and 1576"),
+    Measurement("DGX H100 multi-node", _h100(4), "allreduce", 16 * GIB, None, "busbw", 370.0,
+                None, GTC25_AR, "not stated", f"4 DGX H100, 8 x 400 Gb/s RDMA; {_GTC25_32}"),
     Measurement("DGX H100 multi-node, SHARP", _h100(4, collnet=True), "allreduce", 16 * GIB,
-                None, "busbw", 480.0, None, ML_ENG, "not stated",
-                "NVIDIA GTC 2024 S62129 as reproduced; model at 4 nodes with CollNet"),
+                None, "busbw", 480.0, None, GTC25_AR, "not stated",
+                f"4 DGX H100 with IB SHARP; {_GTC25_32}; model: NVLS with CollNet"),
+    Measurement("8x A100, GTC 2025", topology("dgx-a100"), "allreduce", 16 * GIB, None,
+                "busbw", 232.0, None, GTC25_AR, "not stated", _GTC25_8),
+    Measurement("8x H100, GTC 2025", _h100(nvls=False), "allreduce", 16 * GIB, None, "busbw",
+                370.0, None, GTC25_AR, "not stated", f"NVLink 4 without SHARP; {_GTC25_8}"),
+    Measurement("8x H100 SHARP, GTC 2025", _h100(), "allreduce", 16 * GIB, None, "busbw",
+                480.0, None, GTC25_AR, "not stated", f"NVLink 4 SHARP (NVLS); {_GTC25_8}"),
+    Measurement("8x B200, GTC 2025", _b200(nvls=False), "allreduce", 16 * GIB, None, "busbw",
+                700.0, None, GTC25_AR, "not stated", f"NVLink 5 without SHARP; {_GTC25_8}"),
+    Measurement("8x B200 SHARP, GTC 2025", _b200(), "allreduce", 16 * GIB, None, "busbw",
+                850.0, None, GTC25_AR, "not stated", f"NVLink 5 SHARP (NVLS); {_GTC25_8}"),
+    Measurement("32 GPUs of a GB200 NVL72", _nvl72(32, nvls=False), "allreduce", 16 * GIB,
+                None, "busbw", 680.0, None, GTC25_AR, "not stated",
+                f"NVLink without SHARP; {_GTC25_32}"),
+    Measurement("32 GPUs of a GB200 NVL72, SHARP", _nvl72(32), "allreduce", 16 * GIB, None,
+                "busbw", 850.0, None, GTC25_AR, "not stated",
+                f"NVLink 5 SHARP (NVLS); {_GTC25_32}"),
+    Measurement("8x H200, 8 GiB", _h100(), "allreduce", 8 * GIB, None, "busbw", 473.1,
+                "nvls", ML_ENG, "not stated", _SWEEP_H200),
+    *(Measurement(f"{g} of 8 H200, NVLS off", _h100(nvls=False).group(g, 1), "allreduce",
+                  8 * GIB, None, "busbw", v, "ring", ML_ENG, "not stated",
+                  f"NCCL_NVLS_ENABLE=0; {_SWEEP_H200}")
+      for g, v in ((5, 364.4), (6, 365.1), (7, 365.7), (8, 365.6))),
+    *(Measurement(f"{g} of 8 B200", _b200(g), "allreduce", 8 * GIB, None, "busbw", v, c,
+                  ML_ENG, "2.27.7", _SWEEP_B200)
+      for g, v, c in ((4, 673.2, "ring"), (5, 677.8, "ring"), (6, 778.2, "nvls"),
+                      (7, 811.2, "nvls"), (8, 838.0, "nvls"))),
+    *(Measurement(f"{g} of 8 B200, NVLS off", _b200(g, nvls=False), "allreduce", 8 * GIB,
+                  None, "busbw", v, "ring", ML_ENG, "2.27.7",
+                  f"NCCL_NVLS_ENABLE=0; {_SWEEP_B200}")
+      for g, v in ((6, 677.8), (7, 680.5), (8, 682.2))),
+    *(Measurement(f"{8 * n} H100, NVLSTree forced", _h100(n), "allreduce", 16 * GIB,
+                  "nvls_tree", "busbw", v, None, GTC24_NVLSTREE, "not stated", _GTC24)
+      for n, v in ((8, 377.0), (128, 370.0), (1024, 366.0))),
     Measurement("5x HGX H100 4x400G, Ring", topology("hgx-h100-4nic", nodes=5), "allreduce",
                 GIB, "ring", "busbw", 190.0, None, ISSUE.format("nccl", 1368), "2.20",
                 "RoCE; largest size 1 GiB"),
@@ -209,5 +282,52 @@ def _rows(measurements) -> list[dict]:
             "error": value / m.measured - 1, "algorithm": p.algorithm, "protocol": p.protocol,
             "chosen": m.chosen, "source": m.source, "release": m.release, "note": m.note,
             "forced": m.algorithm, "nbytes": m.nbytes, "ranks": m.topo.ranks,
+            "on_design": on_design(m, p.algorithm),
         })  # fmt: skip
+    return out
+
+
+def on_design(m: Measurement, algorithm: str) -> bool:
+    """Whether ``m`` ran where NCCL's hand-set constants were tuned: a bus bandwidth at a
+    large size, on a DGX A100 or DGX H100/H200 (:data:`ON_DESIGN_PRESETS`, any GPU count of
+    one server or whole servers), with Ring or NVLS (forced, reported, and the model's
+    ``algorithm``) and no IB SHARP. Trees, NVLS-Tree, CollNet, other machines (B200, GB200,
+    four-NIC HGX on RoCE) and small-message times are off design."""
+    checks.instance("m", m, Measurement)
+    checks.choice("algorithm", algorithm, (*ALGORITHMS, "p2p"))  # p2p: all-to-all's model
+    used = {a for a in (m.algorithm, m.chosen, algorithm) if a is not None}
+    return (m.kind == "busbw" and m.topo.name in ON_DESIGN_PRESETS and not m.topo.collnet
+            and used <= set(ON_DESIGN_ALGORITHMS))  # fmt: skip
+
+
+_SPLIT_KEYS = ("kind", "on_design", "error", "measured", "predicted")
+
+
+def split_summary(rows: list[dict]) -> dict[str, dict]:
+    """The bus-bandwidth rows of :func:`rows` in two groups, "on design" and "off design"
+    (:func:`on_design`), each with its row count, median and largest absolute error, the
+    signed errors at both ends, and Spearman's rank correlation of measured and predicted."""
+    what = f"a list of rows of published.rows() (dicts with keys {_SPLIT_KEYS})"
+    if not isinstance(rows, list) or len(rows) > 10_000:
+        raise checks.fail("rows", what, rows)
+    for r in rows:
+        if not isinstance(r, dict) or any(k not in r for k in _SPLIT_KEYS):
+            raise checks.fail("rows", what, r)
+        checks.choice("kind", r["kind"], ("busbw", "time"))
+        checks.boolean("on_design", r["on_design"])
+        checks.real("error", r["error"])
+        checks.positive("measured", r["measured"])
+        checks.positive("predicted", r["predicted"])
+    out = {}
+    for name, want in (("on design", True), ("off design", False)):
+        sel = [r for r in rows if r["kind"] == "busbw" and r["on_design"] is want]
+        if not sel:
+            raise checks.fail("rows", f"at least one {name} bus-bandwidth row", len(rows))
+        err = np.array([r["error"] for r in sel])
+        out[name] = {
+            "rows": len(sel), "median_abs": float(np.median(np.abs(err))),
+            "max_abs": float(np.abs(err).max()), "min": float(err.min()),
+            "max": float(err.max()), "within_10": int(np.sum(np.abs(err) <= 0.10)),
+            "spearman": spearman([r["measured"] for r in sel], [r["predicted"] for r in sel]),
+        }  # fmt: skip
     return out

@@ -250,6 +250,9 @@ def _enabled(comm: Comm, coll: int, a: int, p: int) -> bool:
     ):
         return False
     if p == C.LL128 and graph is not None:  # tuning.cc:457-471 (LL128 default rules)
+        # NCCL_LL128_C2C=1 (its default, tuning.cc:211): Hopper and later allow NICs up to
+        # P2C and PXN; earlier GPUs up to PXB. One GPU generation per topology, so
+        # minCompCap == maxCompCap holds.
         limit = "PXN" if topo.compute_capability >= 90 else "PXB"
         ok = graph.path_rank("inter") <= PATH_TYPES.index(limit)
         ok = ok and graph.path_rank("intra") <= PATH_TYPES.index("NVB")

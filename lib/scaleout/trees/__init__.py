@@ -81,7 +81,8 @@ MAX_MESSAGES = _build.MAX_MESSAGES
 MAX_CHUNKS = _build.MAX_CHUNKS
 #: Where :data:`SUMMIT_ALLREDUCE_8B` comes from.
 SUMMIT_SOURCE = _published.SUMMIT_SOURCE
-#: V100 GPUs per Summit node (6, on NVLink, with 2 POWER9 CPUs; nodes on EDR InfiniBand).
+#: V100 GPUs per Summit node (6, on NVLink, with 2 POWER9 CPUs; nodes on dual-rail EDR
+#: InfiniBand, two 100 Gb/s ports per node).
 SUMMIT_GPUS_PER_NODE = _published.SUMMIT_GPUS_PER_NODE
 #: (GPUs, NCCL 2.4 two trees in us, NCCL 2.3 ring in us) for an 8-byte all-reduce on Summit.
 SUMMIT_ALLREDUCE_8B = _published.SUMMIT_ALLREDUCE_8B

@@ -19,7 +19,8 @@ SUMMIT_SOURCE = (
     "Summit, 96 to 24,576 GPUs); values read off the published figure (log axis, 38 pixels "
     "per doubling: about +-3 %)"
 )
-#: V100 GPUs per Summit node (6, on NVLink, with 2 POWER9 CPUs; nodes on EDR InfiniBand).
+#: V100 GPUs per Summit node (6, on NVLink, with 2 POWER9 CPUs; nodes on dual-rail EDR
+#: InfiniBand, two 100 Gb/s ports per node).
 SUMMIT_GPUS_PER_NODE = 6
 #: (GPUs, NCCL 2.4 two trees in us, NCCL 2.3 ring in us) for an 8-byte all-reduce on Summit.
 SUMMIT_ALLREDUCE_8B = (
