@@ -99,7 +99,8 @@ def local_ack_timeout_s(timeout: int) -> float:
 def retry_exhausted_s(timeout: int, retry_cnt: int) -> float:
     """Seconds from sending a packet that is never answered to ``IBV_WC_RETRY_EXC_ERR``:
     the first try and ``retry_cnt`` retries each wait one local ACK timeout. With NCCL's
-    defaults (20, 7): 8 * 4.29 s = 34.4 s. ``math.inf`` for timeout 0."""
+    defaults (20, 7): at least 8 * 4.29 s = 34.4 s (each timeout is a minimum). ``math.inf``
+    for timeout 0."""
     retry_cnt = checks.integer("retry_cnt", retry_cnt, 0, 7)
     return (retry_cnt + 1) * local_ack_timeout_s(timeout)
 
