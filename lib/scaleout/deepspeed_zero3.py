@@ -28,10 +28,16 @@ not change the count. File:line references are to v0.3.13:
   call per parameter, and only while nothing is in flight: it moves calls earlier, it does not
   merge them.
 * ``stage3.py`` ``reduce_independent_p_g_buckets_and_remove_grads`` (line 1433): gradients
-  collect in a bucket of ``reduce_bucket_size`` elements; a full bucket is reduced by
-  ``partition_parameters.py`` ``_reduce_scatter_gradients`` (line 702), one
-  ``torch.distributed.reduce_scatter`` per parameter (line 766). The bucket decides when the
-  calls are issued, not how many there are.
+  collect in a bucket of ``reduce_bucket_size`` elements; a full bucket is reduced
+  (``reduce_ipg_grads``, line 1689). With ``contiguous_gradients`` on, as DeepSpeed's own
+  ZeRO-3 configurations for Megatron-LM set it (DeepSpeedExamples,
+  ``Megatron-LM-v1.1.5-ZeRO3/examples/ds_zero_stage_3_config.json``), by
+  ``partition_parameters.py`` ``_reduce_scatter_gradients`` (line 702): one
+  ``torch.distributed.reduce_scatter`` per parameter (line 766); the bucket decides when the
+  calls are issued, not how many there are. With the release's default (off, constants.py
+  line 59) by ``buffered_reduce_fallback`` (line 1846): one all-reduce of the whole
+  flattened bucket, twice the bytes of a reduce-scatter (``contiguous_gradients=False``
+  here). Narayanan et al. do not give their configuration.
 
 The parameters are Megatron-LM's GPT (the model Narayanan et al. trained): word and position
 embeddings, per layer two layer norms (weight and bias), the fused QKV projection, the
@@ -44,14 +50,15 @@ of the time).
 What one micro-batch costs here: each parameter at or above the persistence threshold is
 gathered once before the forward and once before the backward (the ZeRO paper's 2 psi;
 recomputation may gather some again, which this does not price), and every parameter's
-gradient is reduce-scattered once. Per step, one more all-gather of the persistent
+gradient is reduce-scattered once (or all-reduced in buckets, without
+``contiguous_gradients``). Per step, one more all-gather of the persistent
 parameters. Each call is priced by :func:`scaleout.nccl.model.predict` at its own size on the
 run's machine, so each pays NCCL's latency, which for a ring of N ranks grows with N.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numpy as np
 
@@ -89,16 +96,21 @@ def gpt_parameters(layers, hidden, seq, vocab) -> np.ndarray:
 @dataclass(frozen=True)
 class Calls:
     """The collectives of one micro-batch: the element counts of its ``allgather`` calls
-    (forward, then backward) and of its ``reducescatter`` calls, and the ``per_step``
-    all-gather of the persistent parameters (elements; 0 if none persist)."""
+    (forward, then backward), of its ``reducescatter`` calls and of its ``allreduce`` calls
+    (gradient buckets, without ``contiguous_gradients``), and the ``per_step`` all-gather of
+    the persistent parameters (elements; 0 if none persist)."""
 
     allgather: np.ndarray
     reducescatter: np.ndarray
     per_step: int
+    allreduce: np.ndarray = field(default_factory=lambda: np.zeros(0, dtype=np.int64))
 
     def __post_init__(self):
-        for key in ("allgather", "reducescatter"):
-            sizes = checks.array(key, getattr(self, key), ndim=1, low=1, high=2**40,
+        for key in ("allgather", "reducescatter", "allreduce"):
+            value = getattr(self, key)
+            if isinstance(value, list | tuple) and not value:
+                value = np.zeros(0, dtype=np.int64)  # no calls of this kind
+            sizes = checks.array(key, value, ndim=1, low=1, high=2**40,
                                  integer=True, empty=True,
                                  max_size=2 * (12 * MAX_LAYERS + 8))  # fmt: skip
             object.__setattr__(self, key, sizes)
@@ -107,23 +119,43 @@ class Calls:
     @property
     def count(self) -> int:
         """Calls per micro-batch (the per-step gather not counted)."""
-        return int(self.allgather.size + self.reducescatter.size)
+        return int(self.allgather.size + self.reducescatter.size + self.allreduce.size)
 
 
-def calls(params, persistence_threshold=PARAM_PERSISTENCE_THRESHOLD) -> Calls:
+def calls(
+    params,
+    persistence_threshold=PARAM_PERSISTENCE_THRESHOLD,
+    contiguous_gradients=True,
+    reduce_bucket_size=REDUCE_BUCKET_SIZE,
+) -> Calls:
     """The per-parameter calls DeepSpeed v0.3.13's ZeRO-3 issues for one micro-batch of a
     model whose parameter tensors have ``params`` elements (in forward order): a gather of
     every tensor of at least ``persistence_threshold`` elements before the forward and again
-    (in reverse order) before the backward, and a reduce-scatter of every tensor's
-    gradient."""
+    (in reverse order) before the backward; then the gradients, in backward order: with
+    ``contiguous_gradients`` a reduce-scatter of every tensor's gradient, without it one
+    all-reduce per bucket of at most ``reduce_bucket_size`` elements (a bucket is flushed
+    when the next gradient would overflow it, stage3.py line 1433; a larger gradient is a
+    bucket of its own)."""
     p = checks.array("params", params, ndim=1, low=1, high=2**40, integer=True,
                      max_size=12 * MAX_LAYERS + 8)  # fmt: skip
     limit = checks.integer("persistence_threshold", persistence_threshold, 0, 2**40)
+    contiguous = checks.boolean("contiguous_gradients", contiguous_gradients)
+    cap = checks.integer("reduce_bucket_size", reduce_bucket_size, 1, 2**40)
     gathered = p[p >= limit]
+    backward = p[::-1].copy()
+    buckets, filled = [], 0
+    if not contiguous:
+        for n in backward:
+            if filled and filled + n > cap:
+                buckets.append(filled)
+                filled = 0
+            filled += int(n)
+        buckets.append(filled)
     return Calls(
         allgather=np.concatenate([gathered, gathered[::-1]]),
-        reducescatter=p[::-1].copy(),
+        reducescatter=backward if contiguous else np.zeros(0, dtype=np.int64),
         per_step=int(p[p < limit].sum()),
+        allreduce=np.array(buckets, dtype=np.int64),
     )
 
 
@@ -134,7 +166,8 @@ def seconds(call_list: Calls, topo) -> float:
     checks.instance("call_list", call_list, Calls)
     total = 0.0
     for coll, sizes in (("allgather", call_list.allgather),
-                        ("reducescatter", call_list.reducescatter)):  # fmt: skip
+                        ("reducescatter", call_list.reducescatter),
+                        ("allreduce", call_list.allreduce)):  # fmt: skip
         if sizes.size:
             total += float(np.sum(nccl.predict(coll, sizes * ELEMENT_BYTES, topo).seconds))
     if call_list.per_step:
@@ -144,10 +177,10 @@ def seconds(call_list: Calls, topo) -> float:
 
 
 def whole_model_seconds(call_list: Calls, topo) -> float:
-    """The same bytes as :func:`seconds` moved in three whole-model calls (two all-gathers
-    and one reduce-scatter of every parameter), the pricing without per-call latency."""
+    """Three whole-model calls, two all-gathers and one reduce-scatter of every parameter
+    (the ZeRO paper's 3 psi), the pricing without per-call latency."""
     checks.instance("call_list", call_list, Calls)
-    total = int(call_list.reducescatter.sum()) * ELEMENT_BYTES
+    total = int(call_list.reducescatter.sum() + call_list.allreduce.sum()) * ELEMENT_BYTES
     return checks.finite_result("seconds", float(
         2 * nccl.predict("allgather", total, topo).seconds
         + nccl.predict("reducescatter", total, topo).seconds))  # fmt: skip

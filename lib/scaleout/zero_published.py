@@ -37,8 +37,10 @@ from . import checks, deepspeed_zero3, memory, nccl
 
 #: Most GPUs of a run (the book's 65,536-rank case).
 MAX_GPUS = 65536
-#: How the collectives are priced: three whole-model calls, or DeepSpeed's calls one by one.
-PRICINGS = ("whole", "per-call")
+#: How the collectives are priced: three whole-model calls, or DeepSpeed's calls one by one
+#: (gradients reduce-scattered per tensor, ``contiguous_gradients`` on; or, with the
+#: release's default, all-reduced in buckets: "per-call-allreduce").
+PRICINGS = ("whole", "per-call", "per-call-allreduce")
 
 
 @dataclass(frozen=True)
@@ -127,13 +129,16 @@ def comm_seconds(run: Zero3Run, pricing="whole") -> float:
     fp16 parameters), NCCL's model on ``run.gpus / 8`` DGX A100 servers: as three
     whole-model calls (``pricing="whole"``) or as DeepSpeed v0.3.13's one call per parameter
     tensor (``"per-call"``, :func:`scaleout.deepspeed_zero3.calls`; the per-step gather of the
-    persistent parameters included, since every run has one micro-batch per step)."""
+    persistent parameters included, since every run has one micro-batch per step), or the
+    same gathers with the gradients all-reduced in 5e8-element buckets (the release's default
+    ``contiguous_gradients=False``, ``"per-call-allreduce"``)."""
     checks.instance("run", run, Zero3Run)
     checks.choice("pricing", pricing, PRICINGS)
     topo = nccl.topology("dgx-a100", nodes=run.gpus // 8)
-    if pricing == "per-call":
+    if pricing != "whole":
         shapes = deepspeed_zero3.gpt_parameters(run.layers, run.hidden, run.seq, run.vocab)
-        return deepspeed_zero3.seconds(deepspeed_zero3.calls(shapes), topo)
+        calls = deepspeed_zero3.calls(shapes, contiguous_gradients=pricing == "per-call")
+        return deepspeed_zero3.seconds(calls, topo)
     pattern = [coll for coll, _, _ in memory.COMM_PATTERN[3]]
     return float(sum(nccl.predict(coll, 2 * run.params, topo).seconds for coll in pattern))
 

@@ -77,3 +77,29 @@ def test_bad_input():
         DS.calls([5], -1)
     with pytest.raises(ValueError, match="call_list"):
         DS.seconds([1, 2], "dgx-a100")
+
+
+def test_without_contiguous_gradients_buckets_are_all_reduced():
+    p = DS.gpt_parameters(96, 12288, 2048, 51200)
+    c = DS.calls(p, contiguous_gradients=False)
+    assert c.reducescatter.size == 0 and int(c.allreduce.sum()) == int(p.sum())
+    # a bucket never exceeds the cap unless it is one gradient larger than the cap
+    big = set(p[p > DS.REDUCE_BUCKET_SIZE].tolist())
+    assert all(b <= DS.REDUCE_BUCKET_SIZE or b in big for b in c.allreduce.tolist())
+    assert c.allreduce.size == 482
+    one = DS.calls([10, 20, 30], contiguous_gradients=False, reduce_bucket_size=45)
+    assert one.allreduce.tolist() == [30, 30]  # backward order: 30 | 20 + 10
+
+
+@settings(max_examples=40, deadline=None)
+@given(sizes=st.lists(st.integers(1, 10**6), min_size=1, max_size=40), cap=st.integers(1, 10**6))
+def test_buckets_partition_the_gradients_in_backward_order(sizes, cap):
+    c = DS.calls(sizes, contiguous_gradients=False, reduce_bucket_size=cap)
+    assert int(c.allreduce.sum()) == sum(sizes)
+    # greedy: a bucket plus the first gradient of the next one would overflow the cap
+    rest = list(reversed(sizes))
+    for b in c.allreduce.tolist()[:-1]:
+        taken = 0
+        while taken < b:
+            taken += rest.pop(0)
+        assert taken == b and b + rest[0] > cap
