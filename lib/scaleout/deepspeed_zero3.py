@@ -31,7 +31,7 @@ not change the count. File:line references are to v0.3.13:
   collect in a bucket of ``reduce_bucket_size`` elements; a full bucket is reduced
   (``reduce_ipg_grads``, line 1689). With ``contiguous_gradients`` on, as DeepSpeed's own
   ZeRO-3 configurations for Megatron-LM set it (DeepSpeedExamples,
-  ``Megatron-LM-v1.1.5-ZeRO3/examples/ds_zero_stage_3_config.json``), by
+  ``Megatron-LM-v1.1.5-ZeRO3/examples/ds_zero_stage_3_config.json`` at commit 44be774), by
   ``partition_parameters.py`` ``_reduce_scatter_gradients`` (line 702): one
   ``torch.distributed.reduce_scatter`` per parameter (line 766); the bucket decides when the
   calls are issued, not how many there are. With the release's default (off, constants.py
