@@ -14,14 +14,17 @@ pass that activation recomputation repeats. The global batch is 1536 (174.6B) an
 
 The model (chapter 6, :func:`predict`): per GPU and micro-batch of ``b`` sequences, compute
 K = eq. 3 FLOPs of b sequences / ``rate``; communication C = two all-gathers and one
-reduce-scatter of the 2 psi bytes of fp16 parameters (``memory.COMM_PATTERN[3]``), each
-priced with NCCL's model on the run's servers (:func:`scaleout.nccl.model.predict`); the exposed
-part :func:`scaleout.memory.zero3_exposed_seconds` (C, K, L); the step m (K + exposed) for
+reduce-scatter of the 2 psi bytes of fp16 parameters (``memory.COMM_PATTERN[3]``), each call
+priced with NCCL's model on the run's servers (:func:`scaleout.nccl.model.predict`), either
+as three whole-model calls (``pricing="whole"``, which pays NCCL's per-call latency three
+times) or call by call as the DeepSpeed release of the runs issued them (``pricing="per-call"``,
+one call per parameter tensor, :mod:`scaleout.deepspeed_zero3`); the exposed part
+:func:`scaleout.memory.zero3_exposed_seconds` (C, K, L); the step m (K + exposed) for
 m = batch / (gpus b) micro-batches (ZeRO-3 gathers again for every micro-batch). Nothing
-else: no optimizer step, no data loading, no per-collective overhead of DeepSpeed. One
+else: no optimizer step, no data loading, no host-side overhead of DeepSpeed. One
 number is fitted, the sustained compute ``rate``, on one row (:func:`fit_rate`); a second
 variant also fits a ``comm_slowdown`` factor on the collectives' NCCL time, on another row
-(:func:`fit_comm_slowdown`): how much slower than NCCL's ring model the run's collectives
+(:func:`fit_comm_slowdown`): how much slower than NCCL's model the run's collectives
 must have been.
 """
 
@@ -30,10 +33,14 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
-from . import checks, memory, nccl
+from . import checks, deepspeed_zero3, memory, nccl
 
 #: Most GPUs of a run (the book's 65,536-rank case).
 MAX_GPUS = 65536
+#: How the collectives are priced: three whole-model calls, or DeepSpeed's calls one by one
+#: (gradients reduce-scattered per tensor, ``contiguous_gradients`` on; or, with the
+#: release's default, all-reduced in buckets: "per-call-allreduce").
+PRICINGS = ("whole", "per-call", "per-call-allreduce")
 
 
 @dataclass(frozen=True)
@@ -117,31 +124,41 @@ class Zero3Prediction:
             checks.nonnegative(key, getattr(self, key))
 
 
-def comm_seconds(run: Zero3Run) -> float:
+def comm_seconds(run: Zero3Run, pricing="whole") -> float:
     """ZeRO-3's collectives of one micro-batch (2 all-gathers + 1 reduce-scatter of the
-    fp16 parameters), NCCL's model on ``run.gpus / 8`` DGX A100 servers."""
+    fp16 parameters), NCCL's model on ``run.gpus / 8`` DGX A100 servers: as three
+    whole-model calls (``pricing="whole"``) or as DeepSpeed v0.3.13's one call per parameter
+    tensor (``"per-call"``, :func:`scaleout.deepspeed_zero3.calls`; the per-step gather of the
+    persistent parameters included, since every run has one micro-batch per step), or the
+    same gathers with the gradients all-reduced in 5e8-element buckets (the release's default
+    ``contiguous_gradients=False``, ``"per-call-allreduce"``)."""
     checks.instance("run", run, Zero3Run)
+    checks.choice("pricing", pricing, PRICINGS)
     topo = nccl.topology("dgx-a100", nodes=run.gpus // 8)
+    if pricing != "whole":
+        shapes = deepspeed_zero3.gpt_parameters(run.layers, run.hidden, run.seq, run.vocab)
+        calls = deepspeed_zero3.calls(shapes, contiguous_gradients=pricing == "per-call")
+        return deepspeed_zero3.seconds(calls, topo)
     pattern = [coll for coll, _, _ in memory.COMM_PATTERN[3]]
     return float(sum(nccl.predict(coll, 2 * run.params, topo).seconds for coll in pattern))
 
 
-def predict(run: Zero3Run, rate, comm_slowdown=1.0) -> Zero3Prediction:
+def predict(run: Zero3Run, rate, comm_slowdown=1.0, pricing="whole") -> Zero3Prediction:
     """The model's step of ``run`` with compute at ``rate`` FLOP/s per GPU and the
-    collectives ``comm_slowdown`` times slower than NCCL's model (see the module
-    docstring)."""
+    collectives (priced as ``pricing``, see :func:`comm_seconds`) ``comm_slowdown`` times
+    slower than NCCL's model (see the module docstring)."""
     checks.instance("run", run, Zero3Run)
     rate = checks.positive("rate", rate, high=1e17)
     slow = checks.positive("comm_slowdown", comm_slowdown, high=1e6)
     compute = eq3_flops(run, run.microbatch) / rate
-    comm = comm_seconds(run) * slow
+    comm = comm_seconds(run, pricing) * slow
     exposed = float(memory.zero3_exposed_seconds(comm, compute, run.layers))
     step = run.microbatches * (compute + exposed)
     tflops = eq3_flops(run, run.batch) / run.gpus / step / 1e12
     return Zero3Prediction(compute, comm, exposed, step, checks.finite_result("tflops", tflops))
 
 
-def fit_rate(run: Zero3Run) -> float:
+def fit_rate(run: Zero3Run, pricing="whole") -> float:
     """The compute rate (FLOP/s per GPU) at which :func:`predict` gives ``run.tflops``.
     Closed form where compute is the longer (then only C / L is exposed): the measured
     micro-batch time minus C / L is compute. Raises if the run is communication-bound in
@@ -149,7 +166,7 @@ def fit_rate(run: Zero3Run) -> float:
     checks.instance("run", run, Zero3Run)
     flops = eq3_flops(run, run.microbatch)
     per_micro = flops / (run.tflops * 1e12)
-    comm = comm_seconds(run)
+    comm = comm_seconds(run, pricing)
     compute = per_micro - comm / run.layers
     if compute < comm:
         raise checks.fail("run", "a run that is compute-bound in the model", run.name)
@@ -160,10 +177,11 @@ def fit_rate(run: Zero3Run) -> float:
     return rate
 
 
-def fit_comm_slowdown(run: Zero3Run, rate) -> float:
-    """The factor on NCCL's collective time at which :func:`predict` (compute at ``rate``)
-    gives ``run.tflops``. Closed form where communication is the longer (then the step is
-    C - K + K / L + K per micro-batch); raises if the fitted C would not exceed K."""
+def fit_comm_slowdown(run: Zero3Run, rate, pricing="whole") -> float:
+    """The factor on NCCL's collective time (priced as ``pricing``) at which :func:`predict`
+    (compute at ``rate``) gives ``run.tflops``. Closed form where communication is the
+    longer (then the step is C - K + K / L + K per micro-batch); raises if the fitted C would
+    not exceed K."""
     checks.instance("run", run, Zero3Run)
     rate = checks.positive("rate", rate, high=1e17)
     flops = eq3_flops(run, run.microbatch)
@@ -172,4 +190,4 @@ def fit_comm_slowdown(run: Zero3Run, rate) -> float:
     comm = per_micro - compute / run.layers
     if comm <= compute:
         raise checks.fail("run", "a run that is communication-bound at this rate", run.name)
-    return comm / comm_seconds(run)
+    return comm / comm_seconds(run, pricing)

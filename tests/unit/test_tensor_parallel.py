@@ -947,6 +947,8 @@ def test_async_tp_rows_are_the_benchmark_and_the_model():
     rows = P.async_tp_rows()
     assert [r["model"] for r in rows] == ["Llama 3 8B", "Llama 3 70B"]
     assert [round(r["measured"], 2) for r in rows] == [1.10, 1.09]
+    # "We used the default 500W power limit" (the benchmark's Hardware section, line 13)
+    assert [r["power_w"] for r in rows] == [500, 500]
     for r in rows:
         args = (r["b"], r["s"], r["h"], r["t"])
         plain = tp.layer_overlap(*args, "none", True)

@@ -81,3 +81,18 @@ def test_prediction_never_beats_the_compute_rate(rate, slow, i):
     p = Z.predict(run, rate, slow)
     assert np.isfinite(p.tflops) and 0 < p.tflops * 1e12 <= rate * (1 + 1e-9)
     assert p.exposed_s >= max(p.comm_s - p.compute_s, 0) - 1e-9 and p.step_s >= p.compute_s
+
+
+def test_per_call_pricing_leaves_a_smaller_slowdown_and_ranks_right():
+    rows = Z.SC21_ZERO3
+    for run in rows:  # per call costs more than three whole-model calls, never less
+        assert Z.comm_seconds(run, "per-call") > Z.comm_seconds(run, "whole")
+    rate = Z.fit_rate(rows[0], "per-call")
+    slow = Z.fit_comm_slowdown(rows[2], rate, "per-call")
+    assert round(slow, 1) == 5.1
+    pred = [Z.predict(r, rate, slow, "per-call").tflops for r in rows]
+    assert pred[2] == pytest.approx(44)
+    # the 529.6B runs above the 174.6B runs on 2x and 4x the GPUs, as measured
+    assert pred[4] > pred[1] and pred[5] > pred[2]
+    with pytest.raises(ValueError, match="pricing"):
+        Z.comm_seconds(rows[0], "per-module")

@@ -197,15 +197,17 @@ def table4_layer(recompute: str, sequence_parallel: bool) -> dict:
 
 #: Async tensor parallelism against the same job without it, measured by the PyTorch team
 #: (TorchTitan, benchmarks/asyncTP_llama3_h100_2025-06_torchtitan.md, June 2025): tokens/s
-#: per GPU, bf16, H100s (500 W) of Meta's Grand Teton, 8 per host, 400 Gb/s RDMA per GPU.
+#: per GPU, bf16, H100s of Meta's Grand Teton (96 GB HBM2e), 8 per host, 400 Gb/s RDMA per
+#: GPU, at "the default 500W power limit" rather than the 700 W TDP (``power_w``; the
+#: benchmark's Hardware section, line 13 at torchtitan commit c720cb8).
 #: Baseline: "vanilla TP" (tensor + sequence parallelism, its all-gathers and
 #: reduce-scatters in program order), both compiled. h is Llama 3's; s = 8192 is an
 #: assumption (TorchTitan's configs' default; the benchmark does not state it).
 ASYNC_TP = (
     dict(model="Llama 3 8B", gpus=64, fsdp=8, t=8, h=4096, s=8192, b=12,
-         recompute="per-op selective", vanilla=4378.0, async_tp=4809.4),
+         recompute="per-op selective", vanilla=4378.0, async_tp=4809.4, power_w=500),
     dict(model="Llama 3 70B", gpus=256, fsdp=32, t=8, h=8192, s=8192, b=16,
-         recompute="full", vanilla=597.3, async_tp=652.4),
+         recompute="full", vanilla=597.3, async_tp=652.4, power_w=500),
 )  # fmt: skip
 
 
