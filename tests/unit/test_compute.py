@@ -199,7 +199,17 @@ def test_layer_times_are_finite_and_positive(config, b):
     lt = C.layer_time(layer, b, gpu, 1, sp, recompute, flash)
     assert all(math.isfinite(p.seconds) and p.seconds >= 0 for p in lt.parts)
     assert lt.seconds("forward") > 0 and lt.seconds("backward") > lt.seconds("forward")
-    assert 0 < lt.mfu <= lt.hfu <= 1
+    assert 0 < lt.mfu <= 1 and 0 < lt.hfu <= 1
+    if not flash:  # unfused attention runs the full s^2 the model FLOPs count, and more
+        assert lt.mfu <= lt.hfu * (1 + 1e-12)
+    else:  # the fused kernel: causal pairs, 1 + 2.5 passes, where model FLOPs count s^2, 1 + 2
+        h, s = layer.heads * layer.head_dim, layer.seq
+        model_attention = 3 * 4.0 * b * s * s * h
+        run_attention = 3.5 * 4.0 * b * h * s * (s + 1) / 2
+        redo = sum(p.flops for p in lt.parts if p.phase == "recompute" and p.kind != "memory")
+        assert lt.hardware_flops == pytest.approx(
+            lt.model_flops - model_attention + run_attention + redo, rel=1e-9
+        )
 
 
 def test_roofline_points_sit_under_the_roof():
@@ -233,6 +243,12 @@ def test_optimizer_step_and_mfu_helpers():
         (lambda: C.layer_time(GPT3, 4097, "A100-80GB"), "b must be"),
         (lambda: C.layer_time(C.Layer(1024, 16, 2**20), 32, "A100-80GB"), "b must be at most"),
         (lambda: C.mfu(1.0, 0.0, 1.0), "seconds"),
+        (lambda: C.attention_pairs(0), "seq"),
+        (lambda: C.flash_attention_time(1024, 8, 128, kv_heads=16), "kv_heads"),
+        (
+            lambda: C.flash_attention_time(1024, 8, 128, forward_flops_per_s=-1.0),
+            "forward_flops_per_s",
+        ),
     ],
 )
 def test_bad_input_is_a_clear_value_error(call, match):
@@ -321,3 +337,35 @@ def test_logits_head_matches_narayanans_vocabulary_term():
     assert 0 < head.mfu <= 1 and head.seconds("backward") > head.seconds("forward")
     with pytest.raises(ValueError, match="t must be a divisor of vocab"):
         C.head_time(1, 2048, 4096, 50257, "A100-80GB", t=8)
+
+
+# ----------------------------------------------------------------- FlashAttention
+
+
+@settings(max_examples=100, deadline=None)
+@given(seq=st.integers(1, 2**17), heads=st.integers(1, 128), d=st.sampled_from([64, 128, 256]),
+       gpu=st.sampled_from(GPUS))  # fmt: skip
+def test_flash_attention_counts_causal_pairs_at_its_rates(seq, heads, d, gpu):
+    assert C.attention_pairs(seq) == seq * (seq + 1) / 2
+    assert C.attention_pairs(seq, causal=False) == seq**2
+    fa = C.flash_attention_time(seq, heads, d, gpu)
+    rates = C.flash_rates(gpu)
+    assert fa.forward_flops == 4.0 * d * heads * seq * (seq + 1) / 2
+    assert fa.backward_flops == 2.5 * fa.forward_flops
+    assert fa.forward_s >= fa.forward_flops / rates.forward * (1 - 1e-12)
+    assert fa.backward_s >= fa.backward_flops / rates.backward * (1 - 1e-12)
+    full = C.flash_attention_time(seq, heads, d, gpu, causal=False)
+    assert full.forward_s >= fa.forward_s and full.forward_flops >= fa.forward_flops
+
+
+def test_flash_rates_are_fa3_measured_on_hopper_and_transferred_elsewhere():
+    h100 = C.flash_rates("H100-SXM")
+    assert (h100.forward, h100.backward) == (616e12, 561e12)
+    assert (
+        C.flash_rates("H200") == C.flash_rates("H200") and C.flash_rates("H200").forward == 616e12
+    )
+    a100 = C.flash_rates("A100-80GB")
+    assert a100.forward == pytest.approx(616 / 989.5 * 312e12) and "transferred" in a100.basis
+    # long causal attention: compute-bound, the rate decides (16K tokens, 32 heads of 128)
+    fa = C.flash_attention_time(16384, 32, 128, "H100-SXM")
+    assert fa.forward_s == pytest.approx(4 * 128 * 32 * 16384 * 16385 / 2 / 616e12)
