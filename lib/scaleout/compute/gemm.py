@@ -31,8 +31,10 @@ Not modelled: kernel launch latency (a few microseconds, which dominates tiny GE
 alignment (dimensions that are not multiples of 16 bytes run slower: see the H100 SwiGLU
 sweep in chapter 14), split-K and stream-K or persistent kernels that fill the last wave
 (cuBLAS uses them on Hopper and Blackwell, so the model's wave staircase is too steep
-there), L2 cache effects, and clocks that drop under power or thermal limits (the PCIe
-cards in the validation table).
+there), each tile's fixed costs (filling the operand pipeline, writing the output tile),
+which make products with a short k slower than the model (OpenXLA's H100 shapes in
+chapter 14: 14-63 % too fast at k = 1,024), L2 cache effects, and clocks that drop under
+power or thermal limits (the PCIe cards in the validation table).
 
 Limits: m, n, k up to ``MAX_DIM``; ``batch`` up to ``MAX_BATCH``.
 """
