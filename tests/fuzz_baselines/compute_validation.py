@@ -5,8 +5,8 @@ from scaleout.compute import published as P
 BASELINES = {
     "Row": call(P.MAMF[0], "A100-80GB", "fit", 271.2, "compute", (256, 128), 3),
     "rows": call(),
-    "Summary": call("held-out", 6, 0.07, 0.2, 1.0),
-    "summary": call("held-out"),
+    "Summary": call("transfer", 5, 0.06, 0.2, 1.0),
+    "summary": call("transfer"),
     "LayerRow": call(P.KORTHIKANTI_TABLE4[0], 5.4, 9.7, 1.6, 0.0),
     "layer_rows": call(),
     "LayerSummary": call(

@@ -8,6 +8,8 @@ Taught in chapter 14, "Compute: rooflines, matrix-multiply efficiency and MFU"
   SMs and a measured ceiling.
 * :mod:`scaleout.compute.layer`: attention with and without FlashAttention, the
   memory-bound operations, a transformer layer's forward and backward time, MFU and HFU.
+* :mod:`scaleout.compute.flash`: FlashAttention's time, causal pairs at measured rates
+  (also chapter 8's price of attention).
 * :mod:`scaleout.compute.parts`: the attention core and the memory-bound kernels.
 * :mod:`scaleout.compute.head`: the logits GEMM and softmax cross-entropy of the output
   layer.
@@ -18,6 +20,16 @@ Taught in chapter 14, "Compute: rooflines, matrix-multiply efficiency and MFU"
 GPU facts come from :mod:`scaleout.hardware` (``hardware.gpu(name)``).
 """
 
+from .flash import (
+    FA3_BACKWARD_FLOPS_PER_S,
+    FA3_FORWARD_FLOPS_PER_S,
+    FlashRates,
+    FlashTime,
+    attention_flops,
+    attention_pairs,
+    flash_attention_time,
+    flash_rates,
+)
 from .gemm import (
     CEILING_ROWS,
     MAX_BATCH,
@@ -59,6 +71,10 @@ __all__ = [
     "CEILING_ROWS",
     "Ceiling",
     "DTYPE_BYTES",
+    "FA3_BACKWARD_FLOPS_PER_S",
+    "FA3_FORWARD_FLOPS_PER_S",
+    "FlashRates",
+    "FlashTime",
     "GemmTime",
     "Layer",
     "LayerTime",
@@ -70,8 +86,12 @@ __all__ = [
     "RELATED",
     "TILES",
     "arithmetic_intensity",
+    "attention_flops",
+    "attention_pairs",
     "attainable_flops",
     "ceiling",
+    "flash_attention_time",
+    "flash_rates",
     "gemm_efficiency",
     "gemm_seconds",
     "gemm_time",

@@ -18,18 +18,23 @@ Quantization"). The model:
   aim to.
 * **Ceiling**: a full wave of 256 x 128 tiles runs at the per-SM share of a *measured*
   ceiling: the Maximum Achievable Matmul FLOPS of the ML Engineering Open Book
-  (:mod:`scaleout.compute.published`), divided by the model's own utilization at the
-  measured best shape, so the model reproduces that one row per GPU and data type (and never
-  exceeds the peak). Nothing is tuned to training runs. GPUs or data types without a row
-  use the fraction of peak of a named related row (:func:`scaleout.compute.ceiling` says which).
+  (:mod:`scaleout.compute.published`) for that GPU and data type, taken as it is: the
+  ceiling is the measured TFLOP/s, its fraction of peak the measured fraction. The MAMF is
+  the best of a brute-force search over shapes, so no shape may run faster in the model
+  than the best measured one; the tile and wave terms only take away from it. GPUs or data
+  types without a row of their own borrow the measured fraction of peak of a named sibling
+  row (:data:`CEILING_ROWS`, :data:`RELATED`; :func:`scaleout.compute.ceiling` says which).
+  Nothing is tuned to training runs.
 * **Roofline**: the time is at least the HBM time of the minimum traffic, bytes / bandwidth.
 
 Not modelled: kernel launch latency (a few microseconds, which dominates tiny GEMMs),
 alignment (dimensions that are not multiples of 16 bytes run slower: see the H100 SwiGLU
 sweep in chapter 14), split-K and stream-K or persistent kernels that fill the last wave
 (cuBLAS uses them on Hopper and Blackwell, so the model's wave staircase is too steep
-there), L2 cache effects, and clocks that drop under power or thermal limits (the PCIe
-cards in the validation table).
+there), each tile's fixed costs (filling the operand pipeline, writing the output tile),
+which make products with a short k slower than the model (OpenXLA's H100 shapes in
+chapter 14: 14-63 % too fast at k = 1,024), L2 cache effects, and clocks that drop under
+power or thermal limits (the PCIe cards in the validation table).
 
 Limits: m, n, k up to ``MAX_DIM``; ``batch`` up to ``MAX_BATCH``.
 """
@@ -52,8 +57,9 @@ MAX_FLOPS = 1e36  # FLOPs or FLOP/s: far above 2 MAX_DIM^3 MAX_BATCH
 #: Multiplication Background User's Guide, "Tile Quantization").
 TILES = ((256, 128), (128, 256), (128, 128), (256, 64), (64, 256), (128, 64), (64, 128), (64, 64))
 
-#: Which MAMF row calibrates each (GPU, dtype); fp16 uses the bf16 row (same peak and
-#: kernels). The H200 has the H100's compute ("H200 is the same", the table's note).
+#: The MAMF row that sets each (GPU, dtype) ceiling; fp16 uses the bf16 row (same peak and
+#: kernels). Every row is the GPU's own measurement except the H200's bf16, which the table
+#: gives as the H100 SXM's ("H200 is the same": same chip and clocks, same bf16 peak).
 CEILING_ROWS = {
     ("A100-40GB", "bf16"): "NVIDIA A100 SXM",
     ("A100-80GB", "bf16"): "NVIDIA A100 SXM",
@@ -62,11 +68,14 @@ CEILING_ROWS = {
     ("B200", "bf16"): "NVIDIA B200 SXM",
     ("GB200", "bf16"): "NVIDIA GB200 SXM",
     ("H100-SXM", "fp8"): "NVIDIA H100 SXM",
-    ("H200", "fp8"): "NVIDIA H100 SXM",
+    ("H200", "fp8"): "NVIDIA H200 SXM",
     ("B200", "fp8"): "NVIDIA B200 SXM",
     ("GB200", "fp8"): "NVIDIA GB200 SXM",
 }
-#: GPUs without a row of their own borrow the fraction of peak of a related GPU's row.
+#: GPUs without a row of their own borrow the measured fraction of peak of a sibling's row:
+#: the H100 PCIe (same Hopper chip, fewer SMs, lower clocks: an optimistic transfer) the H100
+#: SXM's, the V100 the A100's (no MAMF row for Volta). Data types without a row (fp32, tf32)
+#: borrow the same GPU's bf16 fraction.
 RELATED = {"H100-PCIe": "H100-SXM", "V100-32GB": "A100-80GB"}
 
 
@@ -123,29 +132,32 @@ def ceiling(gpu, dtype: str = "bf16") -> Ceiling:
     return _ceiling(row, checks.choice("dtype", dtype, row.dtypes))
 
 
+def _measured(row: H.GPU, key: str):
+    """The MAMF measurement that sets (row, key), or None where there is none."""
+    accelerator = CEILING_ROWS.get((row.name, key))
+    return None if accelerator is None else P.mamf(accelerator, key)
+
+
 @functools.lru_cache(maxsize=256)
 def _ceiling(row: H.GPU, dtype: str) -> Ceiling:
     peak = row.peak_flops(dtype)
     key = "bf16" if dtype == "fp16" else dtype
-    name = row.name if (row.name, key) in CEILING_ROWS or row.name not in RELATED else None
-    if name is None or (name, key) not in CEILING_ROWS:
-        donor = RELATED.get(row.name, row.name)
-        donor_key = key if (donor, key) in CEILING_ROWS else "bf16"
-        if (donor, donor_key) not in CEILING_ROWS:
-            donor_key = "bf16"
-            donor = "A100-80GB"
-        base = ceiling(donor, donor_key)
-        why = (f"assumed: {base.fraction:.1%} of peak, the fraction of {donor} {donor_key} "
-               f"(no published measurement for {row.name} {dtype}); {base.basis}")  # fmt: skip
-        return Ceiling(base.fraction * peak, base.fraction, why)
-    measured = P.mamf(CEILING_ROWS[(name, key)], key)
-    util = utilization(measured.m, measured.n, measured.k, row.sms)
-    flops = min(peak, measured.tflops * 1e12 / util)
-    why = (
-        f"calibrated on {measured.accelerator} {key} {measured.tflops:g} TFLOP/s at "
-        f"{measured.shape} (model utilization {util:.3f} there): {measured.source}"
-    )
-    return Ceiling(flops, flops / peak, why)
+    measured = _measured(row, key)
+    if measured is not None:
+        fraction = measured.tflops * 1e12 / peak
+        why = (f"measured: {measured.accelerator} {key} {measured.tflops:g} TFLOP/s at "
+               f"{measured.shape} = {fraction:.1%} of {peak / 1e12:g}: "
+               f"{measured.source}")  # fmt: skip
+        return Ceiling(measured.tflops * 1e12, fraction, why)
+    donor = H.gpu(RELATED.get(row.name, row.name))
+    donor_key = key if _measured(donor, key) is not None else "bf16"
+    if _measured(donor, donor_key) is None:  # no row for the GPU in any data type
+        donor, donor_key = H.gpu("A100-80GB"), "bf16"
+    base = _ceiling(donor, donor_key)
+    why = (f"transferred: {base.fraction:.1%} of peak, the measured fraction of "
+           f"{donor.name} {donor_key} (no published measurement for {row.name} {dtype}); "
+           f"{base.basis}")  # fmt: skip
+    return Ceiling(base.fraction * peak, base.fraction, why)
 
 
 @dataclass(frozen=True)

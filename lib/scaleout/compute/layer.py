@@ -11,10 +11,13 @@ FFN size f:
   (twice with SwiGLU: gate and up) and (b s x f/t) by (f/t x h). Backward: each GEMM's
   input gradient and weight gradient, (m x n)(n x k) and (k x m)(m x n), the same FLOPs.
 * Attention core over a/t heads: without FlashAttention, the batched GEMMs Q K^T and P V
-  (b a/t products of s x d x s) with the s x s scores written to HBM, a softmax and a
-  dropout on them; with FlashAttention (Dao et al. 2022, Algorithm 1 and 4) the same two
-  GEMMs run fused, HBM traffic is Q, K, V and O only, and the backward recomputes Q K^T
-  (five GEMMs instead of four).
+  (b a/t products of s x d x s, the full s x s scores: the unfused kernels compute the
+  masked half too) with the scores written to HBM, a softmax and a dropout on them; with
+  FlashAttention (Dao et al. 2022, Algorithm 1 and 4) one fused kernel,
+  :func:`scaleout.compute.flash.flash_attention_time`: the causal pair count s (s + 1) / 2
+  at FlashAttention-3's measured rates, HBM traffic Q, K, V and O only, and a backward of
+  2.5 times the forward's FLOPs (it recomputes Q K^T). The same function prices attention
+  in chapter 8.
 * Memory-bound operations, bytes / HBM bandwidth, each its own kernel (no fusion): two
   norms, two residual adds, two dropouts on b s h elements (replicated on every tensor-
   parallel rank, or 1/t of them with sequence parallelism), the activation on b s f/t
@@ -38,9 +41,10 @@ model FLOP/s over peak, HFU = hardware FLOP/s over peak.
 
 Not modelled: communication (the tensor-parallel all-reduces, :mod:`scaleout.tensor_parallel`)
 and its overlap with compute, kernel fusion (Megatron fuses bias, dropout and add; the
-times here are an unfused upper bound on the memory-bound part), causal masking (which lets
-FlashAttention skip half of the s^2 work), embeddings, the loss, launch latencies, and
-clocks under power limits.
+times here are an unfused upper bound on the memory-bound part), embeddings, the loss,
+launch latencies, and clocks under power limits. Model FLOPs keep the papers' convention of
+the full s^2 (so that MFU compares with theirs); hardware FLOPs count what the kernels run,
+so with FlashAttention's causal half they can be below the model FLOPs.
 """
 
 from __future__ import annotations

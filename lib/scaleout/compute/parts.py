@@ -8,8 +8,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from .. import checks
+from .flash import flash_attention_time
 from .gemm import MAX_FLOPS, gemm_time
-from .roofline import DTYPE_BYTES
 
 PHASES = ("forward", "backward", "recompute")
 KINDS = ("gemm", "attention", "memory")
@@ -79,12 +79,14 @@ def _backward_shapes(m, n, k):
 
 
 def _attention_parts(layer, b, t, row, dtype, flash):
-    """(forward parts, backward parts) of the attention core's GEMMs."""
+    """(forward parts, backward parts) of the attention core: without FlashAttention its
+    batched GEMMs over the full s x s scores; with it :func:`scaleout.compute.flash.
+    flash_attention_time` (causal pairs at FlashAttention-3's measured rates)."""
     s, d, batch = layer.seq, layer.head_dim, b * layer.heads // t
-    qk, pv = gemm_time(s, s, d, row, dtype, batch), gemm_time(s, d, s, row, dtype, batch)
-    back = [gemm_time(*shape, row, dtype, batch) for g in ((s, s, d), (s, d, s))
-            for shape in _backward_shapes(*g)]  # fmt: skip
     if not flash:
+        qk, pv = gemm_time(s, s, d, row, dtype, batch), gemm_time(s, d, s, row, dtype, batch)
+        back = [gemm_time(*shape, row, dtype, batch) for g in ((s, s, d), (s, d, s))
+                for shape in _backward_shapes(*g)]  # fmt: skip
         fwd = [
             Part(
                 "attention Q K^T, P V",
@@ -106,30 +108,10 @@ def _attention_parts(layer, b, t, row, dtype, flash):
             )
         ]
         return fwd, bwd
-    nbytes = DTYPE_BYTES[dtype]
-    qkvo = b * s * (2 * layer.heads + 2 * layer.g) * d / t * nbytes  # Q, K, V, O
-    hbm = row.hbm_bytes_per_s
-    fwd_compute = qk.compute_s + pv.compute_s
-    fwd = [
-        Part(
-            "FlashAttention",
-            "forward",
-            "attention",
-            max(fwd_compute, qkvo / hbm),
-            qk.flops + pv.flops,
-            qkvo,
-        )
-    ]
-    bwd_compute = qk.compute_s + sum(x.compute_s for x in back)  # Q K^T recomputed
-    bwd_bytes = 2 * qkvo  # read Q, K, V, O, dO; write dQ, dK, dV
-    bwd = [
-        Part(
-            "FlashAttention backward",
-            "backward",
-            "attention",
-            max(bwd_compute, bwd_bytes / hbm),
-            qk.flops + sum(x.flops for x in back),
-            bwd_bytes,
-        )
-    ]
+    fa = flash_attention_time(s, layer.heads // t, d, row, b, causal=True,
+                              kv_heads=layer.g // t, dtype=dtype)  # fmt: skip
+    fwd = [Part("FlashAttention", "forward", "attention", fa.forward_s, fa.forward_flops,
+                fa.forward_bytes)]  # fmt: skip
+    bwd = [Part("FlashAttention backward", "backward", "attention", fa.backward_s,
+                fa.backward_flops, fa.backward_bytes)]  # fmt: skip
     return fwd, bwd  # fmt: skip

@@ -13,6 +13,17 @@ checked against, every row with its source.
   Co-Designing Model Architectures with Hardware", arXiv 2401.14489): ``torch.bmm`` of
   4 x (4096 x d_ff) by (d_ff x 4096) in fp16, for d_ff near 8/3 x 4096.
 
+* ``XLA_H100_SHAPES``: OpenXLA's default matmul performance table for ``sm_90`` (Hopper),
+  ``kDefaultMatmulPTable`` in ``xla/service/gpu/model/matmul_interpolator_data.h``
+  (tensorflow/tensorflow @ 372d578, ``third_party/xla``), which XLA's cost model
+  interpolates: measured FLOP/s of ``bf16 x bf16 -> bf16`` products over a grid of shapes
+  (b in 1, 2, 4; m, n, k in 256 ... 4096). The book keeps the 27 unbatched rows with m, n,
+  k all in {1024, 2048, 4096} (2 to 137 GFLOPs, 4 to 175 microseconds: the smaller ones
+  are dominated by launch latency, which the model leaves out). The file does not name the
+  H100 variant; its best row, 783 TFLOP/s at 4096^3, is above an H100 PCIe's 756 TFLOP/s
+  peak, so it is an SXM part. Not a MAMF search: one measurement per shape, with the
+  kernel XLA picked.
+
 * ``KORTHIKANTI_TABLE4``: the forward and backward time of one transformer layer of the
   22B model of Korthikanti et al., "Reducing Activation Recomputation in Large Transformer
   Models" (arXiv 2205.05198, Table 4; configuration from their Table 3 and Section 6:
@@ -114,6 +125,40 @@ SWIGLU_SWEEP: tuple[Measurement, ...] = tuple(
     _swiglu(d, tf)
     for d, tf in ((10922, 272.73), (10944, 398.38), (10848, 395.62), (10880, 395.52),
                   (10912, 395.16), (11008, 395.01))
+)  # fmt: skip
+
+
+_XLA_SRC = (
+    "OpenXLA, xla/service/gpu/model/matmul_interpolator_data.h, kDefaultMatmulPTable, "
+    "sm_90, bf16xbf16->bf16 (tensorflow/tensorflow @ 372d578bb861cc5804e56d37d93aec931a59762c, "
+    "third_party/xla)"
+)
+
+
+def _xla(m, n, k, flops):
+    return Measurement("NVIDIA H100 (sm_90)", "bf16", m, n, k, flops / 1e12, _XLA_SRC)
+
+
+#: The 27 unbatched sm_90 rows with m, n, k in {1024, 2048, 4096}: (m, n, k, FLOP/s) as the
+#: file stores them (k the contracted dimension).
+XLA_H100_SHAPES: tuple[Measurement, ...] = tuple(
+    _xla(*row)
+    for row in (
+        (1024, 1024, 1024, 236298816901408), (1024, 1024, 2048, 349981037809648),
+        (1024, 1024, 4096, 470114633975481), (1024, 2048, 1024, 373345557719054),
+        (1024, 2048, 2048, 524288000000000), (1024, 2048, 4096, 653525151552039),
+        (1024, 4096, 1024, 490293070319634), (1024, 4096, 2048, 634224349675132),
+        (1024, 4096, 4096, 738474431911967), (2048, 1024, 1024, 373345557719054),
+        (2048, 1024, 2048, 523265996101364), (2048, 1024, 4096, 653127630170316),
+        (2048, 2048, 1024, 493901482980680), (2048, 2048, 2048, 631984593290170),
+        (2048, 2048, 4096, 737966889347079), (2048, 4096, 1024, 594212409518539),
+        (2048, 4096, 2048, 715350982011992), (2048, 4096, 4096, 753643516181744),
+        (4096, 1024, 1024, 488064465454545), (4096, 1024, 2048, 631984593290170),
+        (4096, 1024, 4096, 738474431911967), (4096, 2048, 1024, 593227527071823),
+        (4096, 2048, 2048, 716066571523841), (4096, 2048, 4096, 758434522012648),
+        (4096, 4096, 1024, 677439636593059), (4096, 4096, 2048, 738736406437117),
+        (4096, 4096, 4096, 783328793548203),
+    )
 )  # fmt: skip
 
 

@@ -4,13 +4,18 @@ others, and its skill (does it rank them right?).
 Rows (:mod:`scaleout.compute.published`):
 
 * ``fit``: the MAMF rows that set each GPU's ceiling (``CEILING_ROWS`` of
-  :mod:`scaleout.compute.gemm`). The model reproduces them by construction; their error
-  is zero and says nothing.
-* ``held-out``: MAMF rows of accelerators the table does not calibrate, priced on the
-  book's nearest GPU row: the A100 PCIe (same chip and peak as the SXM, at 250-300 W) on
-  A100-80GB, the GH200 (a Hopper GPU at 900 W) and the H200 on H200, the B300 (same bf16
-  and fp8 peaks as the B200) on B200.
+  :mod:`scaleout.compute.gemm`). The ceiling is the measured TFLOP/s, so the model meets a
+  row only where its tiles and waves lose nothing at that shape; the error is the model's
+  loss there (never above zero).
+* ``transfer``: MAMF rows of accelerators that set no ceiling, priced on the book's nearest
+  sibling GPU row: the A100 PCIe (same chip and peak as the SXM, at 250-300 W) on
+  A100-80GB, the GH200 (a Hopper GPU at 900 W) on H200, the B300 (same bf16 and fp8 peaks as
+  the B200) on B200 (the H200's fp8 row sets the H200's fp8 ceiling). They test whether a ceiling
+  *transfers* between sibling GPUs, not the tile and wave model: each is one large,
+  well-shaped product near its GPU's best.
 * ``sweep``: the H100 SwiGLU sweep (fp16 ``bmm``), priced on H100-SXM.
+* ``shapes``: OpenXLA's sm_90 table (``XLA_H100_SHAPES``), 27 shapes on one H100, priced on
+  H100-SXM: the test of the tile and wave model (nothing fitted to them).
 
 Skill is Spearman's rank correlation between predicted and measured TFLOP/s.
 
@@ -41,13 +46,12 @@ from . import published as P
 from .gemm import CEILING_ROWS, gemm_time
 from .layer import Layer, layer_time
 
-ROLES = ("fit", "held-out", "sweep")
-#: Held-out MAMF rows and the GPU row of ``hardware.GPUS`` that prices each.
-HELD_OUT = (
+ROLES = ("fit", "transfer", "sweep", "shapes")
+#: Transfer MAMF rows and the sibling GPU row of ``hardware.GPUS`` that prices each.
+TRANSFER = (
     ("NVIDIA A100 PCIe", "bf16", "A100-80GB"),
     ("NVIDIA GH200 SXM", "bf16", "H200"),
     ("NVIDIA B300 SXM", "bf16", "B200"),
-    ("NVIDIA H200 SXM", "fp8", "H200"),
     ("NVIDIA GH200 SXM", "fp8", "H200"),
     ("NVIDIA B300 SXM", "fp8", "B200"),
 )
@@ -90,15 +94,16 @@ def _row(measurement: P.Measurement, gpu: str, role: str) -> Row:
 
 
 def rows() -> tuple[Row, ...]:
-    """Every validation row: fit, held-out, then the sweep."""
+    """Every validation row: fit, transfer, the sweep, then the shapes."""
     fit = []
     for (gpu, dtype), accelerator in CEILING_ROWS.items():
-        if gpu in ("A100-40GB", "H200"):  # the same row as A100-80GB / H100-SXM
+        if gpu == "A100-40GB" or (gpu, dtype) == ("H200", "bf16"):  # the same row again
             continue
         fit.append(_row(P.mamf(accelerator, dtype), gpu, "fit"))
-    held = [_row(P.mamf(acc, dtype), gpu, "held-out") for acc, dtype, gpu in HELD_OUT]
+    moved = [_row(P.mamf(acc, dtype), gpu, "transfer") for acc, dtype, gpu in TRANSFER]
     sweep = [_row(m, "H100-SXM", "sweep") for m in P.SWIGLU_SWEEP]
-    return tuple(fit + held + sweep)
+    shapes = [_row(m, "H100-SXM", "shapes") for m in P.XLA_H100_SHAPES]
+    return tuple(fit + moved + sweep + shapes)
 
 
 @dataclass(frozen=True)

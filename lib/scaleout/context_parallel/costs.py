@@ -22,9 +22,10 @@ attention core:
 * ``"hybrid"`` (USP, Fang & Zhao 2024, arXiv 2405.07719; Megatron-LM's ``a2a+p2p``):
   Ulysses over ``ulysses`` ranks inside a server, ring over cp/ulysses across servers.
 
-Compute: 4 d FLOPs per visible query-key pair and head forward (QK^T and PV, FlashAttention-2,
-Dao 2023, Sec. 4.1), 2.5 times that backward (five matrix products instead of two, same
-source), the forward at ``flops_per_s`` (default
+Compute: chapter 14's FlashAttention price (:mod:`scaleout.compute.flash`, one function for
+both chapters): 4 d FLOPs per visible query-key pair and head forward (QK^T and PV,
+FlashAttention-2, Dao 2023, Sec. 4.1), 2.5 times that backward (five matrix products instead
+of two, same source), the forward at ``flops_per_s`` (default
 :data:`~scaleout.context_parallel.costs.ATTENTION_FORWARD_FLOPS_PER_S`) and the backward at
 ``backward_flops_per_s`` (default
 :data:`~scaleout.context_parallel.costs.ATTENTION_BACKWARD_FLOPS_PER_S`): FlashAttention-3's
@@ -87,19 +88,17 @@ __all__ = [
 SCHEMES = ("ring", "ulysses", "allgather", "hybrid")
 #: Most sequences per micro-batch.
 MAX_BATCH = 4096
-#: Backward FLOPs over forward FLOPs of attention (FlashAttention-2, Dao 2023, Sec. 4.1).
-BACKWARD_FACTOR = 2.5
-#: The attention kernel's forward rate in FLOP/s, FlashAttention-3's in BF16/FP16 on an H100
-#: SXM5 with the causal mask, head dimension 128, 16K tokens, 616 TFLOP/s (Shah et al. 2024,
-#: arXiv 2407.08608, Fig. 5d; the figure is also ``assets/flash3_fp16_fwd.png`` of
-#: Dao-AILab/flash-attention). The paper's "up to 740 TFLOPs/s" is the forward without the mask
-#: at head dimension 256 (756 in Fig. 5e), a best case no Llama layer reaches.
-ATTENTION_FORWARD_FLOPS_PER_S = 616e12
+#: Backward FLOPs over forward FLOPs of attention (FlashAttention-2, Dao 2023, Sec. 4.1):
+#: :data:`scaleout.compute.flash.BACKWARD_FACTOR`, the one FlashAttention price of the book.
+BACKWARD_FACTOR = compute.flash.BACKWARD_FACTOR
+#: The attention kernel's forward rate in FLOP/s: FlashAttention-3's on an H100 SXM5, causal,
+#: head dimension 128, 16K tokens, 616 TFLOP/s
+#: (:data:`scaleout.compute.FA3_FORWARD_FLOPS_PER_S`, sourced there: Shah et al. 2024, Fig. 5d).
+ATTENTION_FORWARD_FLOPS_PER_S = compute.FA3_FORWARD_FLOPS_PER_S
 #: The attention kernel's backward rate in FLOP/s (FLOPs counted as 2.5 x the forward's),
-#: FlashAttention-3's backward at head dimension 128 and 16K tokens, 561 TFLOP/s (Shah et al. 2024,
-#: Fig. 6). The paper measures the backward without the causal mask only; with it the kernel
-#: runs somewhat slower (the forward loses 5 %, 648 -> 616), so this rate is optimistic.
-ATTENTION_BACKWARD_FLOPS_PER_S = 561e12
+#: 561 TFLOP/s (:data:`scaleout.compute.FA3_BACKWARD_FLOPS_PER_S`: Shah et al. 2024, Fig. 6,
+#: measured without the causal mask, so optimistic).
+ATTENTION_BACKWARD_FLOPS_PER_S = compute.FA3_BACKWARD_FLOPS_PER_S
 #: Range of FLOP rates accepted (1 GFLOP/s to 1 EFLOP/s per GPU).
 FLOPS_RANGE = (1e9, 1e18)
 #: The H100 SXM's dense bf16 peak (datasheet), for utilisation figures.
@@ -212,12 +211,12 @@ def _common(scheme, seq, cp, batch, dtype_bytes, layout):
 
 def attention_flops(seq, m="llama3-8b", batch=1, tp=1, causal=True) -> float:
     """Forward FLOPs of one layer's attention core on one GPU without CP: 4 d per visible
-    pair and head; s(s+1)/2 pairs with the causal mask, s^2 without."""
+    pair and head; s(s+1)/2 pairs with the causal mask, s^2 without
+    (:func:`scaleout.compute.attention_flops`, chapter 14's FlashAttention price)."""
     seq = checks.integer("seq", seq, 1, MAX_SEQ)
     m, heads, _, _, _ = _shape(m, tp, 1, "ring", 1)
     batch = checks.integer("batch", batch, 1, MAX_BATCH)
-    pairs = seq * (seq + 1) / 2 if checks.boolean("causal", causal) else float(seq) ** 2
-    return 4.0 * m.head_dim * heads * batch * pairs
+    return compute.attention_flops(seq, heads, m.head_dim, batch, checks.boolean("causal", causal))
 
 
 def layer_gemm_flops(seq, m="llama3-8b", batch=1, tp=1) -> float:
@@ -365,14 +364,21 @@ def ulysses_degree(cp, m="llama3-8b", tp=1, net="dgx-h100") -> int:
 def ideal_seconds(seq, cp, m="llama3-8b", tp=1, batch=1,
                   flops_per_s=ATTENTION_FORWARD_FLOPS_PER_S,
                   backward_flops_per_s=ATTENTION_BACKWARD_FLOPS_PER_S) -> float:  # fmt: skip
-    """Perfect scaling of one layer's causal attention core: its forward FLOPs
-    (:func:`~scaleout.context_parallel.attention_flops`) over cp ranks at ``flops_per_s``
-    plus 2.5 times them at ``backward_flops_per_s``, nothing exposed. The efficiency of a
+    """Perfect scaling of one layer's causal attention core: one GPU's FlashAttention time
+    (:func:`scaleout.compute.flash_attention_time` on an H100 at ``flops_per_s`` forward and
+    ``backward_flops_per_s`` backward: the FLOPs of
+    :func:`~scaleout.context_parallel.attention_flops` plus 2.5 times them, at those rates, or
+    the HBM time of Q, K, V and O where longer) over cp ranks, nothing exposed. The efficiency of a
     scheme is this over its :attr:`AttentionTime.total`."""
     cp = checks.integer("cp", cp, 1, MAX_CP)
-    flops = attention_flops(seq, m, batch, tp)
+    seq = checks.integer("seq", seq, 1, MAX_SEQ)
+    m, heads, kv, _, _ = _shape(m, tp, 1, "ring", 1)
+    batch = checks.integer("batch", batch, 1, MAX_BATCH)
     rate, back_rate = _rates(flops_per_s, backward_flops_per_s)
-    return float(flops / cp * (1 / rate + BACKWARD_FACTOR / back_rate))
+    fa = compute.flash_attention_time(seq, heads, m.head_dim, "H100-SXM", batch, kv_heads=kv,
+                                      forward_flops_per_s=rate,
+                                      backward_flops_per_s=back_rate)  # fmt: skip
+    return float((fa.forward_s + fa.backward_s) / cp)
 
 
 def layer_gemm_seconds(tokens, m="llama3-8b", tp=1, batch=1, gpu="H100-SXM") -> float:

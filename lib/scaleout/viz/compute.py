@@ -24,8 +24,10 @@ KIND_STYLE = {  # colour index and marker per kind of kernel
     "attention": (1, "diamond"),
     "memory": (3, "square"),
 }
-ROLE_STYLE = {"fit": (NEUTRAL, "circle-open"), "held-out": (rank_color(0), "circle"),
-              "sweep": (rank_color(3), "diamond")}  # fmt: skip
+ROLE_STYLE = {"fit": (NEUTRAL, "circle-open"), "transfer": (rank_color(0), "circle"),
+              "sweep": (rank_color(3), "diamond"), "shapes": (rank_color(1), "square")}  # fmt: skip
+ROLE_LABEL = {"fit": "sets a ceiling (MAMF)", "transfer": "sibling GPU (MAMF)",
+              "sweep": "SwiGLU sweep (H100)", "shapes": "27 shapes (XLA, H100)"}  # fmt: skip
 _INTENSITY = np.logspace(-2, 4, 61)  # FLOPs per byte, for the roof lines
 
 
@@ -149,7 +151,8 @@ def validation(rows) -> go.Figure:
             continue
         fig.add_scatter(
             x=[r.measurement.tflops for r in chosen], y=[r.predicted_tflops for r in chosen],
-            mode="markers", name=role, marker=dict(color=color, symbol=symbol, size=11),
+            mode="markers", name=ROLE_LABEL[role],
+            marker=dict(color=color, symbol=symbol, size=11),
             text=[f"{r.measurement.accelerator} {r.measurement.dtype} {r.measurement.shape}"
                   f" on {r.gpu}: {r.error:+.0%}" for r in chosen],
             hovertemplate="%{text}<br>measured %{x:.4g}, predicted %{y:.4g}<extra></extra>",
