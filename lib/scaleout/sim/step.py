@@ -207,7 +207,10 @@ class _Base:
     def run(self, rank_factors) -> StepTrace:
         p = self.plan.p
         unit_f = self.unit_factors(rank_factors)
-        keyed = np.c_[self.ep_group, unit_f]
+        # EP groups meet only inside themselves: without stragglers they are alike (one is
+        # simulated); else each is simulated with its own replicas
+        same = bool(np.all(unit_f == unit_f[0]))
+        keyed = np.c_[np.zeros_like(self.ep_group) if same else self.ep_group, unit_f]
         replicas, which = np.unique(keyed, axis=0, return_inverse=True)
         which = np.asarray(which).ravel()
         g = engine.Graph()
