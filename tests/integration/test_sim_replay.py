@@ -56,8 +56,8 @@ def test_a_straggler_in_ddp_equalises_wall_times_and_the_replay_names_it():
     alone = [o["backward"] for o in ops]
     assert alone[SLOW_RANK] > SLEEP_S
     assert max(a for i, a in enumerate(alone) if i != SLOW_RANK) < SLEEP_S / 2
-    rp = replay.collective([[o["forward"], o["backward"]] for o in ops],
-                           min(o["allreduce"] for o in ops), [o["optimizer"] for o in ops])  # fmt: skip
+    compute = [[o["forward"], o["backward"]] for o in ops]
+    rp = replay.collective(compute, min(o["allreduce"] for o in ops), [o["optimizer"] for o in ops])
     print(f"DDP walls {[round(w, 3) for w in walls]} s, backwards {[round(b, 3) for b in backs]}"
           f" s, alone {[round(a, 3) for a in alone]} s; replay {rp.step_s:.3f} s, blames "
           f"{rp.critical}")  # fmt: skip

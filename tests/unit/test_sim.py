@@ -256,7 +256,7 @@ def test_moe_all_to_alls_sit_between_attention_and_experts():
     disp = np.flatnonzero(a["kind"] == 7)
     assert len(disp) and np.all(a["stream"][disp] == ep)
     for i in disp[:50].tolist():
-        (j, _), = a["deps"][i]  # after its layer's attention (compute, same micro-batch)
+        ((j, _),) = a["deps"][i]  # after its layer's attention (compute, same micro-batch)
         assert a["stream"][j] == 0 and a["part"][j] == 1 and a["mb"][j] == a["mb"][i]
     nxt = [k for k in range(len(a["deps"])) if a["deps"][k] and a["deps"][k][0][0] in set(disp)]
     assert nxt and all(a["part"][k] == 2 for k in nxt)  # the experts wait for the dispatch

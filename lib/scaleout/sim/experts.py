@@ -80,7 +80,7 @@ class Priced:
     ep_per_node: int
 
 
-def check(value, plan) -> MoE | None:
+def _check(value, plan) -> MoE | None:
     if value is None:
         return None
     checks.instance("moe", value, MoE)
@@ -90,7 +90,17 @@ def check(value, plan) -> MoE | None:
 
 
 def price(spec: MoE, model, cluster, plan) -> Priced:
-    """The parts of one MoE layer of ``model`` for one micro-batch of ``plan``."""
+    """The parts of one MoE layer of ``model`` (a planner Model) for one micro-batch of
+    ``plan`` on ``cluster`` (see the module docstring)."""
+    from ..planner.model import Cluster, Model
+    from ..planner.step import Plan
+
+    checks.instance("model", model, Model)
+    checks.instance("cluster", cluster, Cluster)
+    checks.instance("plan", plan, Plan)
+    spec = _check(spec, plan)
+    if spec is None:
+        raise checks.fail("spec", "a scaleout.sim.MoE", None)
     layer = compute.Layer(model.hidden, model.heads, model.seq, kv_heads=model.g, ffn=model.f,
                           swiglu=model.swiglu)  # fmt: skip
     lt = compute.layer_time(layer, plan.b, cluster.gpu_row, plan.t, plan.sp, plan.recompute,
@@ -117,7 +127,7 @@ def price(spec: MoE, model, cluster, plan) -> Priced:
                   a2a.dispatch_backward, a2a.combine_backward, per_node)  # fmt: skip
 
 
-def chain(kind: str, seconds: float, layers: int, priced: Priced):
+def _chain(kind: str, seconds: float, layers: int, priced: Priced):
     """One operation's parts in chain order: a list of (stream, seconds, part) with stream
     0 compute, 1 all-to-all; part: 1 attention, 2 experts, or the all-to-all kind
     (7 dispatch, 8 combine, 9 combine grad, 10 dispatch grad). ``seconds``: the operation's
@@ -138,7 +148,7 @@ def chain(kind: str, seconds: float, layers: int, priced: Priced):
     return out
 
 
-def interleave(fwd: list, bwd: list):
+def _interleave(fwd: list, bwd: list):
     """DualPipe's overlapped pair: the forward's and the backward's compute parts alternate
     on the compute stream (forward first), their all-to-alls on the all-to-all stream
     (backward first: its chain starts with one). Returns (compute order, all-to-all order)

@@ -12,7 +12,9 @@
   wall clock (the trace's ``baseTimeNanoseconds`` plus each event's ``ts``), so the traces
   of the processes of one machine line up.
 
-Run the rank functions with :func:`scaleout.dist.run` (forked processes, gloo).
+Run the rank functions with :func:`scaleout.dist.run` (forked processes, gloo), after
+:func:`warm_up` in the parent: the profiler's first start imports much of torch (its compiler
+stack), seconds per process, which the forked ranks then inherit instead of each repeating.
 """
 
 from __future__ import annotations
@@ -62,6 +64,32 @@ def operations(trace, names=None) -> list[tuple[str, float, float]]:
 
 
 @contextlib.contextmanager
+def _quiet_stderr():
+    """File descriptor 2 to /dev/null inside the block: the profiler's C++ side logs each
+    start and stop there, with a timestamp."""
+    import sys
+
+    sys.stderr.flush()
+    saved, null = os.dup(2), os.open(os.devnull, os.O_WRONLY)
+    try:
+        os.dup2(null, 2)
+        yield
+    finally:
+        os.dup2(saved, 2)
+        os.close(saved)
+        os.close(null)
+
+
+def warm_up() -> None:
+    """Start and stop a CPU profiler once in this process (see the module docstring),
+    quietly."""
+    from torch.profiler import ProfilerActivity, profile
+
+    with _quiet_stderr(), profile(activities=[ProfilerActivity.CPU]):
+        pass
+
+
+@contextlib.contextmanager
 def _profiled():
     """A CPU ``torch.profiler`` session; yields a list that holds the Chrome trace (a dict)
     once the block ends."""
@@ -84,7 +112,6 @@ def pipeline_rank(rank, world_size, name="1f1b", m=8, width=256, batch=64, seed=
     """One profiled step of schedule ``name`` on this rank (after an unprofiled warm-up
     step): ``ops`` (name, start_s, end_s) in the order they ran, from the profiler's trace,
     and ``log``, the demo's own record of its order."""
-    import torch
     import torch.distributed as dist
     from torch.profiler import record_function
 
@@ -100,8 +127,11 @@ def pipeline_rank(rank, world_size, name="1f1b", m=8, width=256, batch=64, seed=
     with _profiled() as box:
         dist.barrier()  # every rank's profiler is running before the step starts
         D.run_schedule(stage, name)
-    return {"ops": operations(box[0]), "log": stage.log,
-            "message_s": _message_seconds(rank, world_size, (batch // m, width))}
+    return {
+        "ops": operations(box[0]),
+        "log": stage.log,
+        "message_s": _message_seconds(rank, world_size, (batch // m, width)),
+    }
 
 
 def _message_seconds(rank, world_size, shape, reps=9) -> float:

@@ -124,7 +124,7 @@ def simulate(model: Model, cluster: Cluster, global_batch: int, plan: Plan, *,
     if name in PP.V_SCHEDULES and stage_layers(model, plan.p) % 2:
         raise checks.fail("schedule", f"not {name!r} with an odd number of layers per stage", name)
     _check(name, plan.p, m, chunks, None)  # interleaved: p | m (checked by check_plan too)
-    moe = X.check(moe, plan)
+    moe = X._check(moe, plan)
     rng = np.random.default_rng(seed)
     base = _Base(model, cluster, plan, m, name, chunks, k)
     if moe is not None:
@@ -294,10 +294,10 @@ class _Base:
         i = 0
         while i < n_ops:
             pair = (i, i + 1) if self.paired[i] else (i,)
-            chains = [X.chain(PP.PHASES[self.ph[j]], 1.0, n_layers, pr) for j in pair]
+            chains = [X._chain(PP.PHASES[self.ph[j]], 1.0, n_layers, pr) for j in pair]
             idx = [[0] * len(c) for c in chains]
             if len(pair) == 2:
-                order_c, order_a = X.interleave(*chains)
+                order_c, order_a = X._interleave(*chains)
                 order = order_c + order_a  # compute parts first, then the all-to-alls
             else:
                 order = [(0, k) for k in range(len(chains[0]))]

@@ -109,11 +109,13 @@ class StepTrace:
         counts = np.bincount(which, minlength=len(replicas))
         units = {int(names[k, s]): int(counts[k] * t) for k in range(len(replicas))
                  for s in range(p)}  # fmt: skip
+        if part is None:
+            part = np.zeros(len(start), dtype=np.int64)
         arrays = dict(rank=rank, unit=unit, stream=stream % nstr, kind=np.array(g.kind),
                       mb=np.array(g.mb), chunk=np.array(g.chunk), start=start, end=end,
                       crit=crit, ready=ready, comp=comp, tp=tp,
                       group=np.array(g.group), deps=g.deps,
-                      part=np.zeros(len(start), dtype=np.int64) if part is None else part)  # fmt: skip
+                      part=part)  # fmt: skip
         step = float(end.max())
         breakdown = _breakdown(arrays, int(unit[np.argmax(end)]), step)
         mem = _memory(base, arrays)
