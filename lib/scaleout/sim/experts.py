@@ -128,23 +128,25 @@ def price(spec: MoE, model, cluster, plan) -> Priced:
 
 
 def _chain(kind: str, seconds: float, layers: int, priced: Priced):
-    """One operation's parts in chain order: a list of (stream, seconds, part) with stream
-    0 compute, 1 all-to-all; part: 1 attention, 2 experts, or the all-to-all kind
-    (7 dispatch, 8 combine, 9 combine grad, 10 dispatch grad). ``seconds``: the operation's
-    compute (all its layers); W has no all-to-all (one compute part)."""
+    """One operation's parts in chain order: a list of (stream, seconds, part, deps) with
+    stream 0 compute, 1 all-to-all; part: 1 attention, 2 experts, or the all-to-all kind
+    (7 dispatch, 8 combine, 9 combine grad, 10 dispatch grad); deps None: after the part
+    before. ``seconds``: the operation's compute (all its layers); W has no all-to-all
+    (one compute part)."""
     if kind == "W":
-        return [(0, seconds, 2)]
+        return [(0, seconds, 0, None)]
     per = seconds / layers
     out = []
     if kind == "F":
         attn, mlp = per * (1 - priced.mlp_forward), per * priced.mlp_forward
         for _ in range(layers):
-            out += [(0, attn, 1), (1, priced.dispatch, 7), (0, mlp, 2), (1, priced.combine, 8)]
+            out += [(0, attn, 1, None), (1, priced.dispatch, 7, None), (0, mlp, 2, None),
+                    (1, priced.combine, 8, None)]  # fmt: skip
     else:
         attn, mlp = per * (1 - priced.mlp_backward), per * priced.mlp_backward
         for _ in range(layers):
-            out += [(1, priced.combine_backward, 9), (0, mlp, 2),
-                    (1, priced.dispatch_backward, 10), (0, attn, 1)]  # fmt: skip
+            out += [(1, priced.combine_backward, 9, None), (0, mlp, 2, None),
+                    (1, priced.dispatch_backward, 10, None), (0, attn, 1, None)]  # fmt: skip
     return out
 
 

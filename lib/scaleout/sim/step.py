@@ -35,6 +35,8 @@ gathers in closed form).
 
 from __future__ import annotations
 
+import dataclasses
+
 import numpy as np
 
 from .. import checks, mesh
@@ -46,6 +48,7 @@ from ..planner.compute_term import layer_times, logits_seconds, optimizer_second
 from ..planner.model import Cluster, Model
 from ..planner.step import GRAD_BYTES, Plan, activation_bytes, check_plan, stage_layers
 from ..planner.step import stage_params as _stage_params
+from . import context as CX
 from . import engine
 from . import experts as X
 from . import stragglers as S
@@ -102,7 +105,8 @@ def _states_bytes(model, plan):
 
 def simulate(model: Model, cluster: Cluster, global_batch: int, plan: Plan, *,
              calibration: float = 1.0, stragglers=None, steps: int = 1, seed: int = 0,
-             schedule: str | None = None, moe: X.MoE | None = None) -> StepTrace:  # fmt: skip
+             schedule: str | None = None, moe: X.MoE | None = None,
+             cp: CX.CP | None = None) -> StepTrace:  # fmt: skip
     """Simulate ``steps`` training steps of ``plan`` (see the module docstring).
 
     ``calibration``: the multiplier on compute time (the planner's ``calibration``).
@@ -110,7 +114,9 @@ def simulate(model: Model, cluster: Cluster, global_batch: int, plan: Plan, *,
     rank and step with ``seed``. ``schedule``: a ``scaleout.pipeline.ALL_SCHEDULES`` name
     (default the planner's: 1F1B, or interleaved when plan.v > 1). ``moe``: a
     :class:`scaleout.sim.MoE` makes every layer a mixture-of-experts layer with its
-    all-to-alls on the ``ep`` stream (:mod:`scaleout.sim.experts`). Returns a
+    all-to-alls on the ``ep`` stream (:mod:`scaleout.sim.experts`); ``cp``: a
+    :class:`scaleout.sim.CP` splits every sequence over cp of the d GPUs, ring attention's
+    passes on the ``cp`` stream (:mod:`scaleout.sim.context`). Returns a
     :class:`StepTrace` whose events, critical path and breakdown are those of the first
     step; ``steps_s`` has every step."""
     m = check_plan(model, cluster, global_batch, plan)
@@ -123,12 +129,20 @@ def simulate(model: Model, cluster: Cluster, global_batch: int, plan: Plan, *,
     name, chunks = _schedule(plan, m, schedule)
     if name in PP.V_SCHEDULES and stage_layers(model, plan.p) % 2:
         raise checks.fail("schedule", f"not {name!r} with an odd number of layers per stage", name)
-    _check(name, plan.p, m, chunks, None)  # interleaved: p | m (checked by check_plan too)
     moe = X._check(moe, plan)
+    cp = CX._check(cp, plan, model)
+    if moe is not None and cp is not None:
+        raise checks.fail("cp", "None with moe (not simulated together)", cp)
+    priced = model
+    if cp is not None:  # each GPU: cp times the micro-batches, of seq / cp tokens
+        m, model = m * cp.cp, dataclasses.replace(model, seq=model.seq // cp.cp)
+    _check(name, plan.p, m, chunks, None)  # interleaved: p | m (checked by check_plan too)
     rng = np.random.default_rng(seed)
     base = _Base(model, cluster, plan, m, name, chunks, k)
     if moe is not None:
         base.add_moe(moe, model, cluster)
+    if cp is not None:
+        base.add_cp(cp, priced, cluster, k)
     traces = [base.run(S.factors(stragglers, cluster.gpus, rng)) for _ in range(steps)]
     first = traces[0]
     return first.with_steps(tuple(tr.step_s for tr in traces))
@@ -188,12 +202,14 @@ class _Base:
         # ranks[pp, dp, tp]: the mesh's TP groups, listed data-parallel index fastest
         layout = mesh.Mesh(tp=plan.t, dp=plan.d, pp=p)
         self.ranks = np.array(layout.groups("tp"), dtype=np.int64).reshape(p, plan.d, plan.t)
-        self.moe, self.ep_group = None, np.zeros(plan.d, dtype=np.int64)
+        self.split, self.ep_group = None, np.zeros(plan.d, dtype=np.int64)
         self.layers_per_op = stage_layers(model, p) // chunks
+        self.paired = np.zeros(len(st), dtype=bool)
 
     def add_moe(self, spec, model, cluster):
         """Price ``spec``'s all-to-alls; replicas of different EP groups are simulated apart."""
-        self.moe = X.price(spec, model, cluster, self.plan)
+        pr = X.price(spec, model, cluster, self.plan)
+        self.split = (lambda kind, n: X._chain(kind, 1.0, n, pr)), 3  # the ep stream
         self.ep_group = np.arange(self.plan.d) // spec.ep
         # DualPipe-V's overlapped pairs: a forward followed by a full backward on one rank
         nxt = np.r_[self.ph[1:], -1]
@@ -227,7 +243,7 @@ class _Base:
         p, nstr, n_ops = self.plan.p, len(STREAMS), len(self.st)
         unit_of = q * p + self.st  # unit index of each compute op
         dur = self.comp * fac[self.st] + self.tp
-        if self.moe is None:
+        if self.split is None:
             first = g.extend((unit_of * nstr).tolist(), dur.tolist(), [None] * n_ops,
                              [-1] * n_ops, self.ph.tolist(), self.mb.tolist(),
                              self.ch.tolist())  # fmt: skip
@@ -280,21 +296,35 @@ class _Base:
         tp.append(np.zeros(len(extra_comp)))
         part.append(np.zeros(len(extra_comp), dtype=np.int64))
 
+    def add_cp(self, spec, model, cluster, k):
+        """Price ``spec``'s ring (``model`` with the whole sequence); each forward and
+        backward grows by the ring's attention beyond one block's."""
+        pr = CX.price(spec, model, cluster, self.plan)
+        self.split = (lambda kind, n: CX._chain(kind, n, pr)), 4  # the cp stream
+        self.ep_group = np.arange(self.plan.d) // spec.cp
+        more = float(np.sum(pr.blocks)) - 1.0
+        n = self.layers_per_op
+        extra = {0: pr.forward_s * pr.attention_forward, 1: pr.backward_s * pr.attention_backward,
+                 3: pr.backward_s * pr.attention_backward}  # fmt: skip
+        for ph, sec in extra.items():
+            self.comp = self.comp + np.where(self.ph == ph, k * n * sec * more, 0.0)
+
     def _add_moe_ops(self, g, unit_of, dur, epg, comp, tp, part):
         """Each operation as its layers' attention, expert and all-to-all parts (see
         :mod:`scaleout.sim.experts`); DualPipe-V's pairs interleaved. Returns each
         operation's entry and exit part and, per operation, its compute parts' indices."""
-        nstr, n_ops, pr = len(STREAMS), len(self.st), self.moe
+        nstr, n_ops = len(STREAMS), len(self.st)
         n_layers = self.layers_per_op
+        chain, comm = self.split
         base = self.plan.p * self.buckets
         entry, exit_ = np.zeros(n_ops, dtype=np.int64), np.zeros(n_ops, dtype=np.int64)
         comp_parts: dict = {}
         c_l, t_l, p_l = [], [], []
-        seg_of = max(1, 4 * n_layers)
+        seg_of = max(len(chain(x, n_layers)) for x in PP.PHASES)
         i = 0
         while i < n_ops:
             pair = (i, i + 1) if self.paired[i] else (i,)
-            chains = [X._chain(PP.PHASES[self.ph[j]], 1.0, n_layers, pr) for j in pair]
+            chains = [chain(PP.PHASES[self.ph[j]], n_layers) for j in pair]
             idx = [[0] * len(c) for c in chains]
             if len(pair) == 2:
                 order_c, order_a = X._interleave(*chains)
@@ -303,7 +333,7 @@ class _Base:
                 order = [(0, k) for k in range(len(chains[0]))]
             for w, k in order:
                 j = pair[w]
-                stream, frac, kind = chains[w][k]
+                stream, frac, kind, _ = chains[w][k]
                 unit = int(unit_of[j])
                 if stream == 0:
                     sec = frac * float(dur[j])
@@ -314,15 +344,17 @@ class _Base:
                     p_l.append(kind if len(chains[w]) > 1 else 0)
                 else:
                     gid = base + (epg * n_ops + j) * seg_of + k
-                    idx[w][k] = g.add(unit * nstr + 3, frac, None, group=gid, kind=kind,
+                    idx[w][k] = g.add(unit * nstr + comm, frac, None, group=gid, kind=kind,
                                       mb=int(self.mb[j]), chunk=int(self.ch[j]))  # fmt: skip
                     c_l.append(0.0)
                     t_l.append(0.0)
                     p_l.append(0)
             for w, j in enumerate(pair):
                 ids = idx[w]
-                for a, b in zip(ids, ids[1:], strict=False):
-                    g.deps[b] = ((a, 1.0),)
+                for b in range(1, len(ids)):
+                    need = chains[w][b][3]
+                    need = (b - 1,) if need is None else need
+                    g.deps[ids[b]] = tuple((ids[a], 1.0) for a in need)
                 entry[j], exit_[j] = ids[0], ids[-1]
                 comp_parts[j] = [ids[k] for k, x in enumerate(chains[w]) if x[0] == 0]
             i += len(pair)

@@ -12,15 +12,18 @@ from .. import checks
 from .. import pipeline as PP
 
 #: The streams of every unit, in the order of their ids (unit * 3 + index).
-STREAMS = ("compute", "pp", "dp", "ep")
-STREAM_TITLES = ("compute", "pipeline send", "gradient reduce", "expert all-to-all")
+STREAMS = ("compute", "pp", "dp", "ep", "cp")
+STREAM_TITLES = ("compute", "pipeline send", "gradient reduce", "expert all-to-all",
+                 "context-parallel ring")  # fmt: skip
 # Operation kinds: the pipeline phases (PP.PHASES: F, B, W, BW = 0..3), then these.
 KIND_SEND, KIND_BUCKET, KIND_OPTIMIZER = 4, 5, 6
 KIND_DISPATCH, KIND_COMBINE, KIND_COMBINE_GRAD, KIND_DISPATCH_GRAD = 7, 8, 9, 10
+KIND_KV, KIND_DKV = 11, 12
 KIND_NAMES = (*PP.PHASES, "send", "grad bucket", "optimizer", "dispatch", "combine",
-              "combine grad", "dispatch grad")  # fmt: skip
-#: Names of the parts of an operation split by layer (MoE: ``scaleout.sim.experts``).
-PART_NAMES = {1: "attention", 2: "experts"}
+              "combine grad", "dispatch grad", "KV pass", "dKV pass")  # fmt: skip
+#: Names of the parts of an operation split by layer (``scaleout.sim.experts``,
+#: ``scaleout.sim.context``).
+PART_NAMES = {1: "attention", 2: "experts", 3: "ring block", 4: "rest"}
 BREAKDOWN = ("compute", "exposed_comm", "bubble", "straggler_wait", "slowdown", "optimizer")
 
 
