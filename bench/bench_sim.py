@@ -5,7 +5,9 @@ Per case this prints the best of three runs, the operations simulated, events pe
 the time over the issue's 2 s target (a ratio, not an assertion: the machine is shared) and
 the step beside the planner's closed form. Without stragglers the d replicas are symmetric
 and simulated once; one straggler splits off its replica (two simulated); lognormal jitter
-makes every replica distinct (d simulated).
+makes every replica distinct (d simulated). Then a DeepSeek-V3-like mixture of experts
+(chapter 16's: every layer split into attention, experts and four all-to-alls) under 1F1B
+and DualPipe-V, with its exposed all-to-all.
 
     PYTHONPATH=lib .venv/bin/python bench/bench_sim.py
 """
@@ -16,6 +18,7 @@ import time
 
 from scaleout import planner as PL
 from scaleout import sim
+from scaleout.moe import published as MP
 
 TARGET_S = 2.0
 ONE_T = PL.Plan(t=8, p=64, d=6, b=1, sp=True, recompute="selective")  # Narayanan et al. Table 1
@@ -47,6 +50,18 @@ def main() -> int:
         ratio = tr.step_s / PL.predict(model, cluster, batch, plan).step_s
         print(f"{label:<24} {ops:>8} {secs:>7.3f} {ops / secs:>10.0f} {secs / TARGET_S:>8.2f} "
               f"{ratio:>12.3f}")  # fmt: skip
+    v3 = MP.DEEPSEEK_V3
+    ds = PL.Model("DeepSeek-V3-like", layers=64, hidden=v3.hidden, heads=128, seq=4096,
+                  vocab=v3.vocab, ffn=(v3.k + v3.shared_experts) * v3.expert_ffn, swiglu=True,
+                  tied_embeddings=False, positions=False)  # fmt: skip
+    plan = PL.Plan(t=1, p=16, d=128, b=1, recompute="none", zero=1)
+    spec = sim.MoE(v3.experts, v3.k, 64, 1 + MP.FP8_SCALE_BYTES_PER_ELEMENT)
+    print(f"{'MoE case':<24} {'ops':>8} {'s':>7} {'ops/s':>10} {'/target':>8} {'a2a exposed':>12}")
+    for name in ("1f1b", "dualpipe-v"):
+        secs, tr = best_of(3, ds, PL.h100_cluster(2048), 15360, plan, schedule=name, moe=spec)
+        ops = len(tr._arrays["start"])
+        print(f"{'V3-like MoE, ' + name:<24} {ops:>8} {secs:>7.3f} {ops / secs:>10.0f} "
+              f"{secs / TARGET_S:>8.2f} {tr.exposed_s('ep', 0):>10.2f} s")  # fmt: skip
     return 0
 
 

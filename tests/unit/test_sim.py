@@ -18,7 +18,8 @@ SMALL = PL.Model("small", layers=8, hidden=1024, heads=16, seq=1024)
 
 @st.composite
 def configs(draw):
-    """(model, cluster, batch, plan, schedule) of 8 to 64 GPUs."""
+    """(model, cluster, batch, plan, schedule, extra) of 8 to 64 GPUs; extra: {} or
+    {"moe": experts on a divisor of d} or {"cp": context parallelism over a divisor of d}."""
     t = draw(st.sampled_from([1, 2, 4, 8]))
     p = draw(st.sampled_from([1, 2, 4, 8]))
     d = draw(st.sampled_from([1, 2, 4]))
@@ -29,7 +30,13 @@ def configs(draw):
     if name == "dualpipe-v":
         m = max(m, 2 * p)
     plan = PL.Plan(t=t, p=p, d=d, b=b, dp_overlap=draw(st.booleans()))
-    return SMALL, PL.a100_cluster(t * p * d), m * d * b, plan, name
+    extra, which = {}, draw(st.sampled_from(["none", "moe", "cp"]))
+    divisors = [e for e in (1, 2, 4) if d % e == 0]
+    if which == "moe":
+        extra["moe"] = sim.MoE(8, 2, draw(st.sampled_from(divisors)))
+    elif which == "cp":
+        extra["cp"] = sim.CP(draw(st.sampled_from(divisors)))
+    return SMALL, PL.a100_cluster(t * p * d), m * d * b, plan, name, extra
 
 
 def _all(tr):
@@ -40,25 +47,28 @@ def _all(tr):
 @settings(max_examples=30, deadline=None)
 @given(configs(), st.integers(0, 63), st.floats(1.0, 3.0))
 def test_slowing_any_rank_never_shortens_the_step(cfg, rank, factor):
-    model, cluster, batch, plan, name = cfg
+    model, cluster, batch, plan, name, extra = cfg
     rank %= cluster.gpus
-    base = sim.simulate(model, cluster, batch, plan, schedule=name)
-    slow = sim.simulate(model, cluster, batch, plan, schedule=name, stragglers={rank: factor})
+    base = sim.simulate(model, cluster, batch, plan, schedule=name, **extra)
+    slow = sim.simulate(model, cluster, batch, plan, schedule=name, stragglers={rank: factor},
+                        **extra)  # fmt: skip
     assert slow.step_s >= base.step_s * (1 - 1e-12)
     worse = sim.simulate(model, cluster, batch, plan, schedule=name,
-                         stragglers={rank: factor + 0.5})  # fmt: skip
+                         stragglers={rank: factor + 0.5}, **extra)  # fmt: skip
     assert worse.step_s >= slow.step_s * (1 - 1e-12)
 
 
 @settings(max_examples=30, deadline=None)
 @given(configs(), st.integers(0, 3))
 def test_streams_dependencies_and_the_last_event(cfg, seed):
-    model, cluster, batch, plan, name = cfg
+    model, cluster, batch, plan, name, extra = cfg
     tr = sim.simulate(model, cluster, batch, plan, schedule=name, seed=seed,
-                      stragglers=sim.Lognormal(0.1))  # fmt: skip
+                      stragglers=sim.Lognormal(0.1), **extra)  # fmt: skip
     a = _all(tr)
+    for key in extra:  # the all-to-alls on the ep stream, the ring's passes on the cp stream
+        assert np.any(a["stream"] == sim.STREAMS.index("ep" if key == "moe" else "cp"))
     # no two events overlap on one stream (unit, stream)
-    key = a["unit"] * 3 + a["stream"]
+    key = a["unit"] * len(sim.STREAMS) + a["stream"]
     order = np.lexsort((a["start"], key))
     same = key[order][1:] == key[order][:-1]
     assert np.all(a["start"][order][1:][same] >= a["end"][order][:-1][same] - 1e-12)
@@ -231,3 +241,70 @@ def test_replay_collective_names_the_slow_rank():
     rp = replay.collective([[1.0, 2.0], [1.0, 2.0], [1.0, 5.0], [1.0, 2.0]], 0.5, [0.1] * 4)
     assert rp.step_s == pytest.approx(6.6)
     assert next(iter(rp.critical)) == 2
+
+
+def _moe_steps():
+    model = PL.Model("moe", layers=16, hidden=4096, heads=32, seq=4096, ffn=8192, swiglu=True)
+    cluster = PL.h100_cluster(256)
+    plan = PL.Plan(t=1, p=4, d=64, b=1, recompute="none")
+    spec = sim.MoE(64, 4, 32)
+    return {s: sim.simulate(model, cluster, 64 * 8, plan, schedule=s, moe=spec)
+            for s in ("1f1b", "dualpipe-v")}  # fmt: skip
+
+
+def test_moe_all_to_alls_sit_between_attention_and_experts():
+    tr = _moe_steps()["1f1b"]
+    a = tr._arrays
+    ep = sim.STREAMS.index("ep")
+    disp = np.flatnonzero(a["kind"] == 7)
+    assert len(disp) and np.all(a["stream"][disp] == ep)
+    for i in disp[:50].tolist():
+        ((j, _),) = a["deps"][i]  # after its layer's attention (compute, same micro-batch)
+        assert a["stream"][j] == 0 and a["part"][j] == 1 and a["mb"][j] == a["mb"][i]
+    nxt = [k for k in range(len(a["deps"])) if a["deps"][k] and a["deps"][k][0][0] in set(disp)]
+    assert nxt and all(a["part"][k] == 2 for k in nxt)  # the experts wait for the dispatch
+    # in 1F1B nearly every all-to-all of rank 0 is exposed (its chain waits for each; only
+    # a forward's last combine can overlap the next operation, whose input came before)
+    tot = sum(e.end_s - e.start_s for e in tr.events if e.stream == "ep" and e.rank == 0)
+    assert 0.95 * tot < tr.exposed_s("ep", 0) <= tot * (1 + 1e-9)
+
+
+def test_dualpipe_v_hides_all_to_all_that_1f1b_exposes():
+    steps = _moe_steps()
+    one, dual = steps["1f1b"], steps["dualpipe-v"]
+    tot = {k: sum(e.end_s - e.start_s for e in tr.events if e.stream == "ep" and e.rank == 0)
+           for k, tr in steps.items()}  # fmt: skip
+    assert tot["1f1b"] == pytest.approx(tot["dualpipe-v"], rel=1e-9)  # the same all-to-alls
+    assert dual.exposed_s("ep", 0) < 0.8 * one.exposed_s("ep", 0)
+    with pytest.raises(ValueError, match="moe.ep"):
+        sim.simulate(SMALL, PL.a100_cluster(8), 8, PL.Plan(t=1, p=1, d=8, b=1),
+                     moe=sim.MoE(8, 2, 8).__class__(12, 2, 3))  # fmt: skip
+    with pytest.raises(ValueError, match="ep"):
+        sim.MoE(8, 2, 3)
+
+
+def test_context_parallelism_over_one_gpu_changes_nothing():
+    plan = PL.Plan(t=2, p=2, d=4, b=1)
+    base = sim.simulate(SMALL, PL.a100_cluster(16), 16, plan)
+    one = sim.simulate(SMALL, PL.a100_cluster(16), 16, plan, cp=sim.CP(1))
+    assert one.step_s == pytest.approx(base.step_s, rel=1e-12)
+
+
+def test_the_ring_hides_behind_long_attention_not_short():
+    """Chapter 8: a ring step's KV pass hides behind its attention block when the sequence
+    is long (attention grows with seq^2, the pass with seq), not when it is short."""
+    cluster, plan = PL.h100_cluster(64), PL.Plan(t=8, p=1, d=8, b=1, sp=True)
+    share = {}
+    for seq in (8192, 131072):
+        model = PL.Model("8B", layers=8, hidden=4096, heads=32, kv_heads=8, seq=seq,
+                         ffn=14336, swiglu=True)  # fmt: skip
+        tr = sim.simulate(model, cluster, 8, plan, cp=sim.CP(8))
+        kv = [e for e in tr.events if e.stream == "cp" and e.rank == 0]
+        assert {e.name.split(" mb")[0] for e in kv} == {"KV pass", "dKV pass"}
+        share[seq] = tr.exposed_s("cp", 0) / sum(e.end_s - e.start_s for e in kv)
+    assert share[131072] < 0.2 < 0.5 < share[8192]
+    with pytest.raises(ValueError, match="cp"):
+        sim.simulate(SMALL, PL.a100_cluster(8), 8, PL.Plan(t=1, p=1, d=8, b=1), cp=sim.CP(3))
+    with pytest.raises(ValueError, match="cp"):
+        sim.simulate(SMALL, PL.a100_cluster(8), 8, PL.Plan(t=1, p=1, d=8, b=1), cp=sim.CP(2),
+                     moe=sim.MoE(8, 2, 2))  # fmt: skip

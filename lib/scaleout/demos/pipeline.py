@@ -26,6 +26,7 @@ against :func:`scaleout.pipeline.peak_in_flight`. Rank 0 prints one line per sch
 from __future__ import annotations
 
 import argparse
+import contextlib
 import sys
 import time
 
@@ -94,6 +95,13 @@ class Stage:
         self.saved, self.pending_w, self.sends = {}, {}, []
         self.log, self.intervals, self.outputs, self.losses = [], [], {}, {}
         self.held = self.peak = 0.0
+        #: a context-manager factory ``span(name)`` around each operation's compute (e.g.
+        #: ``torch.profiler.record_function``; names like 'F3', 'B3c1'), or None
+        self.span = None
+
+    def _span(self, phase: str, j: int, c: int):
+        name = f"{phase}{j}" + (f"c{c}" if c else "")
+        return contextlib.nullcontext() if self.span is None else self.span(name)
 
     def _tag(self, direction: int, j: int, to_vs: int) -> int:
         """Unique per message between two ranks: direction (0: activation, 1: gradient),
@@ -117,10 +125,11 @@ class Stage:
         else:
             inp = self._recv(shape, (vs - 1) % self.p, self._tag(0, j, vs)).requires_grad_()
         t0 = time.monotonic()
-        out = self.chunks[c](inp)  # (b, width)
-        if vs == self.n_vs - 1:
-            self.losses[j] = loss_fn(out, self.ys[j].to(out.device), self.batch)
-            self.outputs[j] = out.detach().cpu()
+        with self._span("F", j, c):
+            out = self.chunks[c](inp)  # (b, width)
+            if vs == self.n_vs - 1:
+                self.losses[j] = loss_fn(out, self.ys[j].to(out.device), self.batch)
+                self.outputs[j] = out.detach().cpu()
         t1 = time.monotonic()
         if vs < self.n_vs - 1:
             self._send(out, (vs + 1) % self.p, self._tag(0, j, vs + 1))
@@ -138,13 +147,14 @@ class Stage:
             grad_out = self._recv(out.shape, (vs + 1) % self.p, self._tag(1, j, vs))
         t0 = time.monotonic()
         params = list(self.chunks[c].parameters())
-        if split:  # input gradient only; keep the graph for W
-            if vs > 0:
-                (gin,) = torch.autograd.grad(out, inp, grad_out, retain_graph=True)
-            self.pending_w[(j, c)] = (out, grad_out, params)
-        else:
-            torch.autograd.backward(out, grad_out)
-            gin = inp.grad if vs > 0 else None
+        with self._span("B", j, c):
+            if split:  # input gradient only; keep the graph for W
+                if vs > 0:
+                    (gin,) = torch.autograd.grad(out, inp, grad_out, retain_graph=True)
+                self.pending_w[(j, c)] = (out, grad_out, params)
+            else:
+                torch.autograd.backward(out, grad_out)
+                gin = inp.grad if vs > 0 else None
         t1 = time.monotonic()
         if vs > 0:
             self._send(gin, (vs - 1) % self.p, self._tag(1, j, vs - 1))
@@ -158,8 +168,9 @@ class Stage:
         """W (zb-h1): the weight gradient of micro-batch j, accumulated into .grad."""
         out, grad_out, params = self.pending_w.pop((j, c))
         t0 = time.monotonic()
-        for q, g in zip(params, torch.autograd.grad(out, params, grad_out), strict=True):
-            q.grad = g if q.grad is None else q.grad + g
+        with self._span("W", j, c):
+            for q, g in zip(params, torch.autograd.grad(out, params, grad_out), strict=True):
+                q.grad = g if q.grad is None else q.grad + g
         del self.saved[(j, c)]
         self._record("W", j, c, t0, time.monotonic(), -1)
 

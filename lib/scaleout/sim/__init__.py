@@ -10,15 +10,20 @@ Taught in chapter 16, "A training step, simulated" (``chapters/16_simulator.ipyn
 * ``trace`` - :class:`StepTrace`: step time, breakdown, memory, events, critical path,
   Chrome trace.
 * ``stragglers`` - slow GPUs: {rank: factor} or :class:`Lognormal` jitter per step.
+* :mod:`scaleout.sim.experts` - :class:`MoE`: expert parallelism's all-to-alls on an ``ep``
+  stream, DualPipe-V's overlapped pairs.
+* :mod:`scaleout.sim.context` - :class:`CP`: ring attention's KV passes on a ``cp`` stream.
 * :mod:`scaleout.sim.replay` - the engine fed with a real run's measured durations.
 * :mod:`scaleout.sim.validation` - the simulator beside the planner and the published runs.
 """
 
+from .context import CP
+from .experts import MoE
 from .step import MAX_STEPS, W_SHARE, simulate
 from .stragglers import Lognormal
 from .trace import BREAKDOWN, STREAMS, Event, StepTrace
 
 __all__ = [
-    "BREAKDOWN", "MAX_STEPS", "STREAMS", "W_SHARE", "Event", "Lognormal",
+    "BREAKDOWN", "CP", "MAX_STEPS", "STREAMS", "W_SHARE", "Event", "Lognormal", "MoE",
     "StepTrace", "simulate",
 ]  # fmt: skip

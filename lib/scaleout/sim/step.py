@@ -35,6 +35,8 @@ gathers in closed form).
 
 from __future__ import annotations
 
+import dataclasses
+
 import numpy as np
 
 from .. import checks, mesh
@@ -46,7 +48,9 @@ from ..planner.compute_term import layer_times, logits_seconds, optimizer_second
 from ..planner.model import Cluster, Model
 from ..planner.step import GRAD_BYTES, Plan, activation_bytes, check_plan, stage_layers
 from ..planner.step import stage_params as _stage_params
+from . import context as CX
 from . import engine
+from . import experts as X
 from . import stragglers as S
 from .trace import KIND_BUCKET, KIND_OPTIMIZER, KIND_SEND, STREAMS, StepTrace
 
@@ -101,13 +105,18 @@ def _states_bytes(model, plan):
 
 def simulate(model: Model, cluster: Cluster, global_batch: int, plan: Plan, *,
              calibration: float = 1.0, stragglers=None, steps: int = 1, seed: int = 0,
-             schedule: str | None = None) -> StepTrace:  # fmt: skip
+             schedule: str | None = None, moe: X.MoE | None = None,
+             cp: CX.CP | None = None) -> StepTrace:  # fmt: skip
     """Simulate ``steps`` training steps of ``plan`` (see the module docstring).
 
     ``calibration``: the multiplier on compute time (the planner's ``calibration``).
     ``stragglers``: None, {rank: slowdown factor >= 1}, or a :class:`Lognormal` drawn per
     rank and step with ``seed``. ``schedule``: a ``scaleout.pipeline.ALL_SCHEDULES`` name
-    (default the planner's: 1F1B, or interleaved when plan.v > 1). Returns a
+    (default the planner's: 1F1B, or interleaved when plan.v > 1). ``moe``: a
+    :class:`scaleout.sim.MoE` makes every layer a mixture-of-experts layer with its
+    all-to-alls on the ``ep`` stream (:mod:`scaleout.sim.experts`); ``cp``: a
+    :class:`scaleout.sim.CP` splits every sequence over cp of the d GPUs, ring attention's
+    passes on the ``cp`` stream (:mod:`scaleout.sim.context`). Returns a
     :class:`StepTrace` whose events, critical path and breakdown are those of the first
     step; ``steps_s`` has every step."""
     m = check_plan(model, cluster, global_batch, plan)
@@ -120,9 +129,20 @@ def simulate(model: Model, cluster: Cluster, global_batch: int, plan: Plan, *,
     name, chunks = _schedule(plan, m, schedule)
     if name in PP.V_SCHEDULES and stage_layers(model, plan.p) % 2:
         raise checks.fail("schedule", f"not {name!r} with an odd number of layers per stage", name)
+    moe = X._check(moe, plan)
+    cp = CX._check(cp, plan, model)
+    if moe is not None and cp is not None:
+        raise checks.fail("cp", "None with moe (not simulated together)", cp)
+    priced = model
+    if cp is not None:  # each GPU: cp times the micro-batches, of seq / cp tokens
+        m, model = m * cp.cp, dataclasses.replace(model, seq=model.seq // cp.cp)
     _check(name, plan.p, m, chunks, None)  # interleaved: p | m (checked by check_plan too)
     rng = np.random.default_rng(seed)
     base = _Base(model, cluster, plan, m, name, chunks, k)
+    if moe is not None:
+        base.add_moe(moe, model, cluster)
+    if cp is not None:
+        base.add_cp(cp, priced, cluster, k)
     traces = [base.run(S.factors(stragglers, cluster.gpus, rng)) for _ in range(steps)]
     first = traces[0]
     return first.with_steps(tuple(tr.step_s for tr in traces))
@@ -182,6 +202,19 @@ class _Base:
         # ranks[pp, dp, tp]: the mesh's TP groups, listed data-parallel index fastest
         layout = mesh.Mesh(tp=plan.t, dp=plan.d, pp=p)
         self.ranks = np.array(layout.groups("tp"), dtype=np.int64).reshape(p, plan.d, plan.t)
+        self.split, self.ep_group = None, np.zeros(plan.d, dtype=np.int64)
+        self.layers_per_op = stage_layers(model, p) // chunks
+        self.paired = np.zeros(len(st), dtype=bool)
+
+    def add_moe(self, spec, model, cluster):
+        """Price ``spec``'s all-to-alls; replicas of different EP groups are simulated apart."""
+        pr = X.price(spec, model, cluster, self.plan)
+        self.split = (lambda kind, n: X._chain(kind, 1.0, n, pr)), 3  # the ep stream
+        self.ep_group = np.arange(self.plan.d) // spec.ep
+        # DualPipe-V's overlapped pairs: a forward followed by a full backward on one rank
+        nxt = np.r_[self.ph[1:], -1]
+        same = np.r_[self.st[1:] == self.st[:-1], False]
+        self.paired = (self.name == "dualpipe-v") & (self.ph == 0) & (nxt == 3) & same
 
     def unit_factors(self, rank_factors):
         """(d, p) slowdown of each unit: its slowest tensor-parallel GPU."""
@@ -190,25 +223,37 @@ class _Base:
     def run(self, rank_factors) -> StepTrace:
         p = self.plan.p
         unit_f = self.unit_factors(rank_factors)
-        replicas, which = np.unique(unit_f, axis=0, return_inverse=True)
+        # EP groups meet only inside themselves: without stragglers they are alike (one is
+        # simulated); else each is simulated with its own replicas
+        same = bool(np.all(unit_f == unit_f[0]))
+        keyed = np.c_[np.zeros_like(self.ep_group) if same else self.ep_group, unit_f]
+        replicas, which = np.unique(keyed, axis=0, return_inverse=True)
         which = np.asarray(which).ravel()
         g = engine.Graph()
-        comp, tp = [], []  # unslowed compute and exposed TP seconds of every operation
-        for q, fac in enumerate(replicas):
-            self._add_replica(g, q, fac, comp, tp)
+        comp, tp, part = [], [], []  # unslowed compute and exposed TP seconds, part names
+        for q, row in enumerate(replicas):
+            self._add_replica(g, q, row[1:], int(row[0]), comp, tp, part)
         start, end, crit, ready = engine.run(g, len(replicas) * p * len(STREAMS))
         return StepTrace.from_run(self, g, np.concatenate(comp), np.concatenate(tp), start, end,
-                                  crit, ready, replicas, which, rank_factors)  # fmt: skip
+                                  crit, ready, replicas, which, rank_factors,
+                                  np.concatenate(part))  # fmt: skip
 
-    def _add_replica(self, g, q, fac, comp, tp):
-        """Add one replica's operations (its p units' three streams) to ``g``."""
+    def _add_replica(self, g, q, fac, epg, comp, tp, part):
+        """Add one replica's operations (its p units' streams) to ``g``."""
         p, nstr, n_ops = self.plan.p, len(STREAMS), len(self.st)
         unit_of = q * p + self.st  # unit index of each compute op
         dur = self.comp * fac[self.st] + self.tp
-        first = g.extend((unit_of * nstr).tolist(), dur.tolist(), [None] * n_ops, [-1] * n_ops,
-                         self.ph.tolist(), self.mb.tolist(), self.ch.tolist())  # fmt: skip
-        comp.append(self.comp)
-        tp.append(self.tp)
+        if self.split is None:
+            first = g.extend((unit_of * nstr).tolist(), dur.tolist(), [None] * n_ops,
+                             [-1] * n_ops, self.ph.tolist(), self.mb.tolist(),
+                             self.ch.tolist())  # fmt: skip
+            entry = exit_ = first + np.arange(n_ops)
+            comp.append(self.comp)
+            tp.append(self.tp)
+            part.append(np.zeros(n_ops, dtype=np.int64))
+            bwd_parts = None
+        else:
+            entry, exit_, bwd_parts = self._add_moe_ops(g, unit_of, dur, epg, comp, tp, part)
         # transfers, in the producer's order on its pp stream
         consumers = np.flatnonzero(self.cross)
         producers = self.dep[consumers]
@@ -216,29 +261,104 @@ class _Base:
         consumers, producers = consumers[order], producers[order]
         nsend = len(consumers)
         send0 = g.extend((unit_of[producers] * nstr + 1).tolist(), [self.pp_s] * nsend,
-                         [((first + j, 1.0),) for j in producers.tolist()], [-1] * nsend,
+                         [((int(exit_[j]), 1.0),) for j in producers.tolist()], [-1] * nsend,
                          [KIND_SEND] * nsend, self.mb[producers].tolist(),
                          self.ch[producers].tolist())  # fmt: skip
         comp.append(np.zeros(nsend))
         tp.append(np.zeros(nsend))
+        part.append(np.zeros(nsend, dtype=np.int64))
         deps = g.deps
         local = np.flatnonzero((self.dep >= 0) & ~self.cross)
         for i, j in zip(local.tolist(), self.dep[local].tolist(), strict=True):
-            deps[first + i] = ((first + j, 1.0),)
+            deps[int(entry[i])] = ((int(exit_[j]), 1.0),)
         for k, i in enumerate(consumers.tolist()):
-            deps[first + i] = ((send0 + k, 1.0),)
+            deps[int(entry[i])] = ((send0 + k, 1.0),)
         # gradient buckets (a collective over the stage's replicas), then the optimizer
         extra_comp = []
         for r in range(p):
             unit = q * p + r
-            prev = last = first + int(self.last_bwd[r])
+            lb = int(self.last_bwd[r])
+            prev = last = int(exit_[lb])
             if self.dp_s > 0:
                 n = self.buckets
                 for i in range(n):
-                    prev = g.add(unit * nstr + 2, self.dp_s / n, ((last, (i + 1) / n),),
+                    if bwd_parts is None:
+                        dep = ((last, (i + 1) / n),)
+                    else:  # bucket i: ready after (i + 1)/n of the op's compute parts
+                        cp = bwd_parts[lb]
+                        dep = ((cp[-(-(i + 1) * len(cp) // n) - 1], 1.0),)
+                    prev = g.add(unit * nstr + 2, self.dp_s / n, dep,
                                  group=r * n + i, kind=KIND_BUCKET, mb=i)  # fmt: skip
                     extra_comp.append(0.0)
             g.add(unit * nstr, self.opt_s * float(fac[r]), ((prev, 1.0),), kind=KIND_OPTIMIZER)
             extra_comp.append(self.opt_s)
         comp.append(np.array(extra_comp))
         tp.append(np.zeros(len(extra_comp)))
+        part.append(np.zeros(len(extra_comp), dtype=np.int64))
+
+    def add_cp(self, spec, model, cluster, k):
+        """Price ``spec``'s ring (``model`` with the whole sequence); each forward and
+        backward grows by the ring's attention beyond one block's."""
+        pr = CX.price(spec, model, cluster, self.plan)
+        self.split = (lambda kind, n: CX._chain(kind, n, pr)), 4  # the cp stream
+        self.ep_group = np.arange(self.plan.d) // spec.cp
+        more = float(np.sum(pr.blocks)) - 1.0
+        n = self.layers_per_op
+        extra = {0: pr.forward_s * pr.attention_forward, 1: pr.backward_s * pr.attention_backward,
+                 3: pr.backward_s * pr.attention_backward}  # fmt: skip
+        for ph, sec in extra.items():
+            self.comp = self.comp + np.where(self.ph == ph, k * n * sec * more, 0.0)
+
+    def _add_moe_ops(self, g, unit_of, dur, epg, comp, tp, part):
+        """Each operation as its layers' attention, expert and all-to-all parts (see
+        :mod:`scaleout.sim.experts`); DualPipe-V's pairs interleaved. Returns each
+        operation's entry and exit part and, per operation, its compute parts' indices."""
+        nstr, n_ops = len(STREAMS), len(self.st)
+        n_layers = self.layers_per_op
+        chain, comm = self.split
+        base = self.plan.p * self.buckets
+        entry, exit_ = np.zeros(n_ops, dtype=np.int64), np.zeros(n_ops, dtype=np.int64)
+        comp_parts: dict = {}
+        c_l, t_l, p_l = [], [], []
+        seg_of = max(len(chain(x, n_layers)) for x in PP.PHASES)
+        i = 0
+        while i < n_ops:
+            pair = (i, i + 1) if self.paired[i] else (i,)
+            chains = [chain(PP.PHASES[self.ph[j]], n_layers) for j in pair]
+            idx = [[0] * len(c) for c in chains]
+            if len(pair) == 2:
+                order_c, order_a = X._interleave(*chains)
+                order = order_c + order_a  # compute parts first, then the all-to-alls
+            else:
+                order = [(0, k) for k in range(len(chains[0]))]
+            for w, k in order:
+                j = pair[w]
+                stream, frac, kind, _ = chains[w][k]
+                unit = int(unit_of[j])
+                if stream == 0:
+                    sec = frac * float(dur[j])
+                    idx[w][k] = g.add(unit * nstr, sec, None, kind=int(self.ph[j]),
+                                      mb=int(self.mb[j]), chunk=int(self.ch[j]))  # fmt: skip
+                    c_l.append(frac * self.comp[j])
+                    t_l.append(frac * self.tp[j])
+                    p_l.append(kind if len(chains[w]) > 1 else 0)
+                else:
+                    gid = base + (epg * n_ops + j) * seg_of + k
+                    idx[w][k] = g.add(unit * nstr + comm, frac, None, group=gid, kind=kind,
+                                      mb=int(self.mb[j]), chunk=int(self.ch[j]))  # fmt: skip
+                    c_l.append(0.0)
+                    t_l.append(0.0)
+                    p_l.append(0)
+            for w, j in enumerate(pair):
+                ids = idx[w]
+                for b in range(1, len(ids)):
+                    need = chains[w][b][3]
+                    need = (b - 1,) if need is None else need
+                    g.deps[ids[b]] = tuple((ids[a], 1.0) for a in need)
+                entry[j], exit_[j] = ids[0], ids[-1]
+                comp_parts[j] = [ids[k] for k, x in enumerate(chains[w]) if x[0] == 0]
+            i += len(pair)
+        comp.append(np.array(c_l))
+        tp.append(np.array(t_l))
+        part.append(np.array(p_l, dtype=np.int64))
+        return entry, exit_, comp_parts

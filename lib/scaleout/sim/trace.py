@@ -12,11 +12,18 @@ from .. import checks
 from .. import pipeline as PP
 
 #: The streams of every unit, in the order of their ids (unit * 3 + index).
-STREAMS = ("compute", "pp", "dp")
-STREAM_TITLES = ("compute", "pipeline send", "gradient reduce")
+STREAMS = ("compute", "pp", "dp", "ep", "cp")
+STREAM_TITLES = ("compute", "pipeline send", "gradient reduce", "expert all-to-all",
+                 "context-parallel ring")  # fmt: skip
 # Operation kinds: the pipeline phases (PP.PHASES: F, B, W, BW = 0..3), then these.
 KIND_SEND, KIND_BUCKET, KIND_OPTIMIZER = 4, 5, 6
-KIND_NAMES = (*PP.PHASES, "send", "grad bucket", "optimizer")
+KIND_DISPATCH, KIND_COMBINE, KIND_COMBINE_GRAD, KIND_DISPATCH_GRAD = 7, 8, 9, 10
+KIND_KV, KIND_DKV = 11, 12
+KIND_NAMES = (*PP.PHASES, "send", "grad bucket", "optimizer", "dispatch", "combine",
+              "combine grad", "dispatch grad", "KV pass", "dKV pass")  # fmt: skip
+#: Names of the parts of an operation split by layer (``scaleout.sim.experts``,
+#: ``scaleout.sim.context``).
+PART_NAMES = {1: "attention", 2: "experts", 3: "ring block", 4: "rest"}
 BREAKDOWN = ("compute", "exposed_comm", "bubble", "straggler_wait", "slowdown", "optimizer")
 
 
@@ -87,7 +94,8 @@ class StepTrace:
     _arrays: dict = field(repr=False)
 
     @classmethod
-    def from_run(cls, base, g, comp, tp, start, end, crit, ready, replicas, which, factors):
+    def from_run(cls, base, g, comp, tp, start, end, crit, ready, replicas, which, factors,
+                 part=None):  # fmt: skip
         plan = base.plan
         t, p = plan.t, plan.p
         nstr = len(STREAMS)
@@ -104,10 +112,13 @@ class StepTrace:
         counts = np.bincount(which, minlength=len(replicas))
         units = {int(names[k, s]): int(counts[k] * t) for k in range(len(replicas))
                  for s in range(p)}  # fmt: skip
+        if part is None:
+            part = np.zeros(len(start), dtype=np.int64)
         arrays = dict(rank=rank, unit=unit, stream=stream % nstr, kind=np.array(g.kind),
                       mb=np.array(g.mb), chunk=np.array(g.chunk), start=start, end=end,
                       crit=crit, ready=ready, comp=comp, tp=tp,
-                      group=np.array(g.group), deps=g.deps)  # fmt: skip
+                      group=np.array(g.group), deps=g.deps,
+                      part=part)  # fmt: skip
         step = float(end.max())
         breakdown = _breakdown(arrays, int(unit[np.argmax(end)]), step)
         mem = _memory(base, arrays)
@@ -120,10 +131,13 @@ class StepTrace:
         a = self._arrays
         kind, mb, ch = int(a["kind"][i]), int(a["mb"][i]), int(a["chunk"][i])
         name = KIND_NAMES[kind]
-        if kind <= KIND_SEND:
+        if kind <= KIND_SEND or kind >= KIND_DISPATCH:
             name += f" mb{mb} c{ch}"
         elif kind == KIND_BUCKET:
             name += f" {mb}"
+        part = int(a["part"][i])
+        if kind <= 3 and part in PART_NAMES:
+            name += f" {PART_NAMES[part]}"
         return Event(int(a["rank"][i]), STREAMS[a["stream"][i]], name, float(a["start"][i]),
                      float(a["end"][i]))  # fmt: skip
 
@@ -158,6 +172,30 @@ class StepTrace:
         out = _breakdown(a, unit, done)
         out["idle_after"] = self.steps_s[0] - done
         return out
+
+    def exposed_s(self, stream: str, rank: int | None = None) -> float:
+        """Seconds that ``rank``'s compute stream (default: the rank that finishes last)
+        stands idle while its own operations on ``stream`` (one of ``STREAMS`` but
+        'compute') are on the wire or waiting for their collective's other members."""
+        stream = checks.choice("stream", stream, STREAMS[1:])
+        a = self._arrays
+        if rank is None:
+            unit = int(a["unit"][np.argmax(a["end"])])
+        else:
+            rank = checks.integer("rank", rank, 0, 1 << 24)
+            if rank not in self.units:
+                raise checks.fail("rank", f"a simulated rank, one of {sorted(self.units)[:8]}...",
+                                  rank)  # fmt: skip
+            unit = int(a["unit"][np.flatnonzero(a["rank"] == rank)[0]])
+        mine = np.flatnonzero(a["unit"] == unit)
+        on = mine[a["stream"][mine] == 0]
+        on = on[np.argsort(a["start"][on], kind="stable")]
+        step = float(a["end"][mine].max())
+        idle = [(x, y) for x, y in zip(np.r_[0.0, a["end"][on]], np.r_[a["start"][on], step],
+                                       strict=True) if y > x]  # fmt: skip
+        k = STREAMS.index(stream)
+        wire = [(a["ready"][j], a["end"][j]) for j in mine[a["stream"][mine] == k]]
+        return _measure(_clip(idle, wire))
 
     def critical_seconds_by_rank(self) -> dict:
         """Seconds of the critical path spent in each rank's compute operations (which
@@ -227,9 +265,18 @@ def _memory(base, a) -> np.ndarray:
     """Peak bytes per rank: states plus the activations in flight at the stage's peak."""
     sel = np.flatnonzero((a["kind"] <= 3) & (a["unit"] < base.plan.p))  # replica 0's ops
     plan = base.plan
-    phase = np.array(PP.PHASES)[a["kind"][sel]]
-    tl = PP.Timeline(plan.p, base.chunks, a["unit"][sel], a["mb"][sel], a["chunk"][sel], phase,
-                     a["start"][sel], a["end"][sel])  # fmt: skip
+    unit, mb, ch, kind = a["unit"][sel], a["mb"][sel], a["chunk"][sel], a["kind"][sel]
+    start, end = a["start"][sel], a["end"][sel]
+    if np.any(a["part"][sel]):  # operations split into parts: one interval per operation
+        key = ((unit * (int(mb.max()) + 1) + mb) * (int(ch.max()) + 1) + ch) * 4 + kind
+        order = np.argsort(key, kind="stable")
+        key = key[order]
+        cut = np.flatnonzero(np.r_[True, key[1:] != key[:-1]])
+        start = np.minimum.reduceat(start[order], cut)
+        end = np.maximum.reduceat(end[order], cut)
+        unit, mb, ch, kind = (x[order][cut] for x in (unit, mb, ch, kind))
+    phase = np.array(PP.PHASES)[kind]
+    tl = PP.Timeline(plan.p, base.chunks, unit, mb, ch, phase, start, end)
     peak = PP.peak_in_flight(tl)
     stage_mem = base.states + base.act_bytes * peak + base.extra_bytes
     stage_mem[-1] = max(stage_mem[-1], base.states + base.act_bytes + base.logit_bytes)

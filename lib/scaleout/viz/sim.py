@@ -16,11 +16,17 @@ from .theme import NEUTRAL, new_figure
 KIND_COLORS = {
     "F": PHASE_COLORS["F"][1], "B": PHASE_COLORS["B"][1], "W": PHASE_COLORS["W"][1],
     "BW": PHASE_COLORS["BW"][1], "send": "#7F7F7F", "grad bucket": "#CC79A7",
-    "optimizer": "#222222",
+    "optimizer": "#222222", "dispatch": "#E69F00", "combine": "#56B4E9",
+    "combine grad": "#E69F00", "dispatch grad": "#56B4E9", "KV pass": "#009E73",
+    "dKV pass": "#009E73",
 }  # fmt: skip
 KIND_LABELS = {
     "F": "forward", "B": "backward (input grad)", "W": "weight grad", "BW": "full backward",
     "send": "pipeline send", "grad bucket": "gradient reduce", "optimizer": "optimizer",
+    "dispatch": "all-to-all dispatch", "combine": "all-to-all combine",
+    "combine grad": "all-to-all (combine's gradient)",
+    "dispatch grad": "all-to-all (dispatch's gradient)", "KV pass": "ring: keys and values",
+    "dKV pass": "ring: their gradients",
 }  # fmt: skip
 PART_COLORS = {
     "compute": "#0072B2", "exposed_comm": "#D55E00", "bubble": NEUTRAL,
@@ -39,7 +45,8 @@ MAX_ROWS = 48  # rank-and-stream rows one timeline shows
 
 def timeline(trace: StepTrace, ranks=None, title: str = "", scale: float = 1.0,
              unit: str = "s", streams=STREAMS) -> go.Figure:  # fmt: skip
-    """Each simulated rank's streams as rows (compute, pipeline send, gradient reduce;
+    """Each simulated rank's streams as rows (compute, pipeline send, gradient reduce,
+    expert all-to-all, context-parallel ring;
     rows with no event left out), operations as bars coloured by kind. ``ranks``: the
     ranks to show (default all simulated units, at most 16); ``scale`` and ``unit`` the
     time axis (e.g. 1e3, "ms"); ``streams``: which of ``scaleout.sim.STREAMS``."""
@@ -57,7 +64,7 @@ def timeline(trace: StepTrace, ranks=None, title: str = "", scale: float = 1.0,
     if not 1 <= len(shown) <= 16 or not set(shown) <= set(trace.units):
         raise checks.fail("ranks", f"1 to 16 of the simulated ranks {sorted(trace.units)[:8]}...",
                           ranks)  # fmt: skip
-    if (not isinstance(streams, list | tuple) or not streams or len(streams) > 3
+    if (not isinstance(streams, list | tuple) or not streams or len(streams) > len(STREAMS)
             or not all(isinstance(x, str) and x in STREAMS for x in streams)):  # fmt: skip
         raise checks.fail("streams", f"a non-empty list from {STREAMS}", streams)
     rows = []
