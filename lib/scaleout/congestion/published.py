@@ -1,6 +1,6 @@
 """Published numbers of the congestion chapter, from ``scaleout/data/congestion.csv``.
 
-The file is in the book's long format (:mod:`scaleout.data`, which loads it): one number a
+The file is in the book's long format (``scaleout.data``, which loads it): one number a
 row, ``value``, ``unit``, ``source`` (a key of references.bib), ``locator`` (section, table,
 figure or file and line), ``kind`` (measured, read-off, stated, assumed), ``uncertainty`` (a
 number in the value's unit, or None), ``note`` and the setting (``quantity``, ``system``,

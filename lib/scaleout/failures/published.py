@@ -1,7 +1,7 @@
 """Published failure statistics (``scaleout/data/failures.csv``) and what follows from them.
 
 Taught in chapter 17 (``chapters/17_failures.ipynb``). The CSV is in the book's long format
-(:mod:`scaleout.data`, which loads it), one number per row: ``key`` (unique), the setting
+(``scaleout.data``, which loads it), one number per row: ``key`` (unique), the setting
 ``run``, ``quantity`` and ``category`` (the root-cause category of Llama 3's Table 5),
 ``value``, ``unit``, ``source`` (a key of ``references.bib``; for an assumed value, the
 document the assumption leans on), ``locator`` (table, section, file), ``kind`` (measured,
@@ -46,7 +46,7 @@ class Row:
 
 @functools.cache
 def rows() -> tuple[Row, ...]:
-    """Every row of ``failures.csv``, checked by :func:`scaleout.data.load` (columns, kinds,
+    """Every row of ``failures.csv``, checked by ``scaleout.data.load`` (columns, kinds,
     units, numbers, unique keys, a note for every assumed value)."""
     return tuple(
         Row(v.key, v.get("run"), v.get("quantity"), v.get("category"), v.value, v.unit,
