@@ -13,8 +13,6 @@ import sys
 import threading
 
 _WATCH_POLL_S = 0.05  # how often the watcher checks that the caller lives
-
-
 _SAVED_SIGINT = None  # the caller's SIGINT handler while the launcher holds SIGINT back
 
 
