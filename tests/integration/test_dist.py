@@ -17,7 +17,7 @@ import torch.distributed as dist
 
 from scaleout import dist as sdist
 from scaleout.demos.collectives import CHECKS, check_collectives, report, ring_allreduce_p2p
-from scaleout.dist import DistributedTimeout, RankError, run
+from scaleout.dist import DistributedTimeout, RankError, launcher, run
 
 pytestmark = pytest.mark.timeout(60)
 
@@ -331,7 +331,7 @@ def test_nccl_without_cuda_is_a_value_error():
 
 
 def test_platform_without_fork_points_at_torchrun(monkeypatch):
-    monkeypatch.setattr(sdist.mp, "get_all_start_methods", lambda: ["spawn"])
+    monkeypatch.setattr(launcher.mp, "get_all_start_methods", lambda: ["spawn"])
     with pytest.raises(RuntimeError, match="torchrun"):
         run(_noop, 2)
 

@@ -26,8 +26,11 @@ def test_every_row_is_sourced_and_unique(name):
         assert v.source in keys, f"{name}.csv: source {v.source!r} is not in references.bib"
         assert v.unit in data.UNITS and v.kind in data.KINDS
         assert v.locator.strip(), f"{name}.csv: a row without a locator: {v}"
-        if v.kind in ("assumed", "read-off"):
-            assert v.note.strip() or v.uncertainty is not None, f"say why or how well: {v}"
+        if v.kind == "assumed":
+            assert v.note.strip(), f"{name}.csv: say why the value is assumed: {v}"
+        if v.kind == "read-off":
+            assert v.note.strip() or v.uncertainty is not None, f"say how well: {v}"
+        assert v.uncertainty is None or isinstance(v.uncertainty, float)
         key = (v.source, v.locator, v.setting)
         assert key not in seen, f"{name}.csv: {key} appears twice"
         seen.add(key)
@@ -79,3 +82,71 @@ def test_the_bibliography_parses_whole():
     db = parse_file(str(path))
     declared = [line for line in path.read_text().splitlines() if line.startswith("@")]
     assert len(db.entries) == len(declared)
+
+
+def test_every_file_is_in_the_one_long_format():
+    for name in data.FILES:
+        header = (data.HERE / f"{name}.csv").read_text(encoding="utf-8").splitlines()[0]
+        columns = header.split(",")
+        assert set(data.COLUMNS) <= set(columns), name
+        assert len(set(columns)) == len(columns), name
+
+
+def test_congestion_and_failures_records_come_from_the_one_loader():
+    from scaleout.congestion import published as congestion
+    from scaleout.failures import published as failures
+
+    for records, name in ((congestion.rows(), "congestion"), (failures.rows(), "failures")):
+        values = data.load(name)
+        assert len(records) == len(values)
+        for r, v in zip(records, values, strict=True):
+            assert (r.key, r.value, r.unit, r.source, r.locator, r.kind, r.note) == (
+                v.key,
+                v.value,
+                v.unit,
+                v.source,
+                v.locator,
+                v.kind,
+                v.note,
+            )
+            assert r.uncertainty == v.uncertainty
+            # the record has every setting column but congestion's range_end (low or high
+            # end of a stated range, which the row's key names too)
+            assert all(getattr(r, c) == x for c, x in v.setting if c != "range_end")
+    assert congestion.value("dcqcn-Kmax") == 200_000.0
+    assert failures.row("opt-175b", "period").uncertainty == 7.0
+    # an assumed value's range is two rows of its own, in its unit, around the value
+    low, high = failures.assumed_range("restart time")
+    assert (low, high) == (120.0, 1800.0) and low <= failures.value("assumed", "restart time")
+
+
+def _write(tmp_path, monkeypatch, name, text):
+    (tmp_path / f"{name}.csv").write_text(text, encoding="utf-8")
+    monkeypatch.setattr(data, "HERE", tmp_path)
+    data._load.cache_clear()
+
+
+def test_the_loader_refuses_words_as_uncertainty_and_unexplained_assumptions(tmp_path, monkeypatch):
+    head = "key,quantity,value,unit,source,locator,kind,uncertainty,note\n"
+    _write(tmp_path, monkeypatch, "t1", head + "a,x,1.0,s,src,p. 1,stated,up to,\n")
+    with pytest.raises(ValueError, match="uncertainty must be a number"):
+        data._load("t1")
+    _write(tmp_path, monkeypatch, "t2", head + "a,x,1.0,s,src,p. 1,assumed,,\n")
+    with pytest.raises(ValueError, match="note must be a reason"):
+        data._load("t2")
+    _write(
+        tmp_path,
+        monkeypatch,
+        "t3",
+        head + "a,x,1.0,s,src,p. 1,stated,,\na,y,2.0,s,src,p. 2,stated,,\n",
+    )
+    with pytest.raises(ValueError, match="key must be unique"):
+        data._load("t3")
+    _write(tmp_path, monkeypatch, "t4", head + "a,x,1.0,furlongs,src,p. 1,stated,,\n")
+    with pytest.raises(ValueError, match="unit must be"):
+        data._load("t4")
+    _write(tmp_path, monkeypatch, "t5", head + "a,x,1.0,s,src,p. 1,stated,0.5,\n")
+    (row,) = data._load("t5")
+    assert row.key == "a" and row.uncertainty == 0.5 and row.setting == (("quantity", "x"),)
+    monkeypatch.undo()
+    data._load.cache_clear()

@@ -9,8 +9,7 @@ import sys
 
 import pytest
 
-from scaleout import dist as sdist
-from scaleout.dist import RankError, run
+from scaleout.dist import RankError, launcher, run
 
 pytestmark = pytest.mark.timeout(60)
 
@@ -47,7 +46,7 @@ def test_a_nested_run_is_refused_up_front_with_a_clear_message():
 
 
 def test_nesting_refused_before_anything_is_forked(monkeypatch):
-    monkeypatch.setattr(sdist, "_RANK", 3)
+    monkeypatch.setattr(launcher, "_RANK", 3)  # where run() reads it
     with pytest.raises(RuntimeError, match="rank 3 of a running"):
         run(lambda r, w: r, 2)
 

@@ -1,23 +1,22 @@
 """Published numbers of the congestion chapter, from ``scaleout/data/congestion.csv``.
 
-One number a row (long format): ``value``, ``unit``, ``source`` (a key of references.bib),
-``locator`` (section, table, figure or file and line), ``kind`` (measured, read-off, stated,
-assumed), ``uncertainty``, ``note`` and the setting (``system``, ``setting``), keyed by
-``key``. :func:`rows` loads them; :func:`value` looks one up.
+The file is in the book's long format (``scaleout.data``, which loads it): one number a
+row, ``value``, ``unit``, ``source`` (a key of references.bib), ``locator`` (section, table,
+figure or file and line), ``kind`` (measured, read-off, stated, assumed), ``uncertainty`` (a
+number in the value's unit, or None), ``note`` and the setting (``quantity``, ``system``,
+``setting``; ``range_end`` marks the two ends of a stated range, whose keys say so too),
+named by ``key``. :func:`rows` returns them as :class:`Row` records;
+:func:`value` looks one up.
 """
 
 from __future__ import annotations
 
-import csv
 from dataclasses import dataclass
 from functools import lru_cache
-from importlib import resources
 
-from .. import checks
+from .. import checks, data
 
-KINDS = ("measured", "read-off", "stated", "assumed")
-COLUMNS = ("key", "quantity", "value", "unit", "source", "locator", "kind", "uncertainty",
-           "note", "system", "setting")  # fmt: skip
+KINDS = data.KINDS
 
 
 @dataclass(frozen=True)
@@ -31,7 +30,7 @@ class Row:
     source: str
     locator: str
     kind: str
-    uncertainty: str
+    uncertainty: float | None
     note: str
     system: str
     setting: str
@@ -39,18 +38,11 @@ class Row:
 
 @lru_cache(maxsize=1)
 def _load() -> tuple[Row, ...]:
-    text = resources.files("scaleout").joinpath("data/congestion.csv").read_text("utf-8")
-    reader = csv.DictReader(text.splitlines())
-    if tuple(reader.fieldnames or ()) != COLUMNS:
-        raise ValueError(f"congestion.csv must have the columns {COLUMNS}")
-    out = []
-    for raw in reader:
-        kind = checks.choice("kind", raw["kind"], KINDS)
-        out.append(Row(**{**raw, "value": float(raw["value"]), "kind": kind}))
-    keys = [r.key for r in out]
-    if len(set(keys)) != len(keys):
-        raise ValueError("congestion.csv: every key must appear once")
-    return tuple(out)
+    return tuple(
+        Row(v.key, v.get("quantity"), v.value, v.unit, v.source, v.locator, v.kind,
+            v.uncertainty, v.note, v.get("system"), v.get("setting"))
+        for v in data.load("congestion")
+    )  # fmt: skip
 
 
 def rows(system: str | None = None) -> list[Row]:

@@ -1,22 +1,28 @@
-"""Published numbers as data: CSV files in long format, one number a row.
+"""Published numbers as data: CSV files in long format, one number a row, and their one loader.
 
 Every file ``lib/scaleout/data/<name>.csv`` has the columns of :data:`COLUMNS` (the value, its
 unit, ``source``: a key of the book's ``references.bib``, ``locator``: the table, figure,
-page, column or line in that source, ``kind``: one of :data:`KINDS`, ``uncertainty`` in the
-value's unit or empty, and a ``note``) plus the columns of its setting (for ``gpus.csv``:
-``gpu`` and ``field``, the name of a :class:`scaleout.hardware.GPU` field). ``kind`` says
+page, column or line in that source, ``kind``: one of :data:`KINDS`, ``uncertainty``: a number
+in the value's unit or empty, and a ``note``), an optional ``key`` (the row's name, unique in
+its file) and the columns of its setting: for ``gpus.csv``, ``gpu`` and ``field`` (the name
+of a :class:`scaleout.hardware.GPU` field); for ``congestion.csv``, ``quantity``, ``system``,
+``setting`` and ``range_end`` (low or high, the two ends of a stated range); for
+``failures.csv``, ``run``, ``quantity`` and ``category``. ``kind`` says
 how the number was obtained: ``measured`` (a measurement the source reports), ``read-off``
 (read from a figure, with its reading uncertainty), ``stated`` (a specification or a value
 the source states, or simple arithmetic on stated values, said in the note) and
-``assumed`` (not in a primary source: the note says why it is used).
+``assumed`` (not in a primary source: the note says why it is used, and ``source`` names
+the document the assumption leans on). Words about a value ("up to", "about", "a lower
+bound") go in the note, never in ``uncertainty``.
 
 :func:`load` returns a file's rows as :class:`Value` records; :func:`gpu_fields` one GPU's
-fields by column name (what :data:`scaleout.hardware.GPUS` is built from). The unit test
-``tests/unit/test_data.py`` checks every source key against ``references.bib``, every unit
-against :data:`UNITS` and that no (source, locator, setting) appears twice.
+fields by column name (what :data:`scaleout.hardware.GPUS` is built from). The records of
+:mod:`scaleout.congestion.published` and :mod:`scaleout.failures.published` are built from
+:func:`load` too. The unit test ``tests/unit/test_data.py`` checks every source key against
+``references.bib``, every unit against :data:`UNITS` and that no (source, locator, setting)
+appears twice.
 
-Files: ``gpus.csv`` (the GPU table of :mod:`scaleout.hardware`). Limits: at most
-:data:`MAX_ROWS` rows a file.
+Files: :data:`FILES`. Limits: at most :data:`MAX_ROWS` rows a file.
 """
 
 from __future__ import annotations
@@ -30,19 +36,26 @@ from .. import checks
 
 HERE = Path(__file__).resolve().parent
 COLUMNS = ("value", "unit", "source", "locator", "kind", "uncertainty", "note")
+#: The optional column that names a row (unique in its file); not part of the setting.
+KEY = "key"
 KINDS = ("measured", "read-off", "stated", "assumed")
 #: The units a value may have; the integral ones are read as ``int``.
-UNITS = ("TFLOP/s", "GB", "TB/s", "MB", "W", "count", "year", "generation")
+UNITS = (
+    "TFLOP/s", "GB", "TB/s", "MB", "W", "count", "year", "generation",  # gpus.csv
+    "fraction", "%", "1", "probability", "GPUs", "Gb/s", "GB/s", "bytes", "s", "h", "days",
+    "steps", "QPs", "parameters", "interruptions", "restarts", "hosts",
+)  # fmt: skip
 INTEGRAL_UNITS = ("count", "year", "generation")
 #: The files of this package (names without ``.csv``).
-FILES = ("gpus",)
+FILES = ("gpus", "congestion", "failures")
 MAX_ROWS = 100_000
 
 
 @dataclass(frozen=True)
 class Value:
     """One published number (see the module docstring); ``setting`` holds the file's setting
-    columns as (column, value) pairs."""
+    columns as (column, value) pairs; ``key`` the row's name ("" in a file without keys). An
+    assumed value needs a note that says why it is assumed."""
 
     value: float
     unit: str
@@ -52,6 +65,7 @@ class Value:
     uncertainty: float | None
     note: str
     setting: tuple
+    key: str = ""
 
     def __post_init__(self):
         checks.real("value", self.value)
@@ -63,6 +77,10 @@ class Value:
             checks.nonnegative("uncertainty", self.uncertainty)
         if not isinstance(self.note, str):
             raise checks.fail("note", "a string", self.note)
+        if self.kind == "assumed" and not self.note.strip():
+            raise checks.fail("note", "a reason why the value is assumed", self.note)
+        if not isinstance(self.key, str) or len(self.key) > 80:
+            raise checks.fail("key", "a string of at most 80 characters", self.key)
         if not isinstance(self.setting, tuple):
             raise checks.fail("setting", "a tuple of (column, value) pairs", self.setting)
 
@@ -80,24 +98,39 @@ def load(name: str) -> tuple[Value, ...]:
     return _load(checks.choice("name", name, FILES))
 
 
+def _uncertainty(name: str, line: int, text: str):
+    if not text:
+        return None
+    try:
+        return float(text)
+    except ValueError:
+        raise ValueError(
+            f"{name}.csv line {line}: uncertainty must be a number in the value's unit or "
+            f"empty (words such as 'up to' belong in the note), got {text!r}"
+        ) from None
+
+
 @functools.lru_cache(maxsize=16)
 def _load(name: str) -> tuple[Value, ...]:
     with open(HERE / f"{name}.csv", newline="", encoding="utf-8") as fh:
         reader = csv.DictReader(fh)
-        setting = [c for c in reader.fieldnames if c not in COLUMNS]
+        setting = [c for c in reader.fieldnames if c not in COLUMNS and c != KEY]
         missing = [c for c in COLUMNS if c not in reader.fieldnames]
         if missing:
             raise ValueError(f"{name}.csv must have the columns {COLUMNS}, missing {missing}")
-        out = []
-        for row in reader:
+        out, keys = [], set()
+        for line, row in enumerate(reader, start=2):
             if len(out) >= MAX_ROWS:
                 raise ValueError(f"{name}.csv must have at most {MAX_ROWS} rows")
             unit = row["unit"]
             checks.choice("unit", unit, UNITS)
-            unc = row["uncertainty"]
+            key = row.get(KEY) or ""
+            if KEY in reader.fieldnames and (not key or key in keys):
+                raise ValueError(f"{name}.csv line {line}: key must be unique, got {key!r}")
+            keys.add(key)
             out.append(Value(_number(row["value"], unit), unit, row["source"], row["locator"],
-                             row["kind"], float(unc) if unc else None, row["note"],
-                             tuple((c, row[c]) for c in setting)))  # fmt: skip
+                             row["kind"], _uncertainty(name, line, row["uncertainty"]),
+                             row["note"], tuple((c, row[c]) for c in setting), key))  # fmt: skip
     return tuple(out)
 
 

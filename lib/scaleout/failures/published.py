@@ -1,41 +1,29 @@
 """Published failure statistics (``scaleout/data/failures.csv``) and what follows from them.
 
-Taught in chapter 17 (``chapters/17_failures.ipynb``). The CSV is in the book's long format,
-one number per row: ``key`` (unique), ``run``, ``quantity``, ``category`` (a setting column:
-the root-cause category of Llama 3's Table 5), ``value``, ``unit``, ``source`` (a key of
-``references.bib``; empty for assumed values), ``locator`` (table, section, file),
-``kind`` (measured, read-off, stated, assumed), ``uncertainty`` and ``note``.
+Taught in chapter 17 (``chapters/17_failures.ipynb``). The CSV is in the book's long format
+(``scaleout.data``, which loads it), one number per row: ``key`` (unique), the setting
+``run``, ``quantity`` and ``category`` (the root-cause category of Llama 3's Table 5),
+``value``, ``unit``, ``source`` (a key of ``references.bib``; for an assumed value, the
+document the assumption leans on), ``locator`` (table, section, file), ``kind`` (measured,
+read-off, stated, assumed), ``uncertainty`` (a number in the value's unit, or None) and
+``note`` (for an assumed value: why it is assumed). The range of an assumed value is two
+rows of its own, ``<quantity>, low end`` and ``<quantity>, high end``.
 
 Rows: Llama 3 405B's 54-day snapshot of interruptions and its root causes (Dubey et al.
 2024, Sec. 3.3.4 and Table 5) and storage (Sec. 3.3.1); BLOOM-176B's checkpoint size, time
 and interval (Bekman, ML Engineering Open Book) with its shape (model card, training
 script); OPT-175B's restarts (Zhang et al. 2022, Sec. 2.5); the book's assumptions, with
-their ranges. (A loader of its own until the book's data loader covers this file.)
+their ranges.
 """
 
 from __future__ import annotations
 
-import csv
 import functools
 from dataclasses import dataclass
-from importlib import resources
 
-from .. import checks
+from .. import checks, data
 
-COLUMNS = (
-    "key",
-    "run",
-    "quantity",
-    "category",
-    "value",
-    "unit",
-    "source",
-    "locator",
-    "kind",
-    "uncertainty",
-    "note",
-)
-KINDS = ("measured", "read-off", "stated", "assumed")
+KINDS = data.KINDS
 HOURS_PER_DAY = 24.0
 
 
@@ -52,28 +40,19 @@ class Row:
     source: str
     locator: str
     kind: str
-    uncertainty: str
+    uncertainty: float | None
     note: str
 
 
 @functools.cache
 def rows() -> tuple[Row, ...]:
-    """Every row of ``failures.csv``, checked (columns, kinds, numbers, a source for every
-    row that is not assumed)."""
-    text = resources.files("scaleout").joinpath("data/failures.csv").read_text("utf-8")
-    reader = csv.DictReader(text.splitlines())
-    if tuple(reader.fieldnames or ()) != COLUMNS:
-        raise ValueError(f"failures.csv must have the columns {COLUMNS}, got {reader.fieldnames}")
-    out = []
-    for line in reader:
-        row = Row(**{**line, "value": float(line["value"])})
-        checks.choice("kind", row.kind, KINDS)
-        if row.kind != "assumed" and not row.source:
-            raise ValueError(f"failures.csv row {row.run}/{row.quantity} has no source")
-        out.append(row)
-    if len({r.key for r in out}) != len(out):
-        raise ValueError("failures.csv has duplicate keys")
-    return tuple(out)
+    """Every row of ``failures.csv``, checked by ``scaleout.data.load`` (columns, kinds,
+    units, numbers, unique keys, a note for every assumed value)."""
+    return tuple(
+        Row(v.key, v.get("run"), v.get("quantity"), v.get("category"), v.value, v.unit,
+            v.source, v.locator, v.kind, v.uncertainty, v.note)
+        for v in data.load("failures")
+    )  # fmt: skip
 
 
 def runs() -> tuple[str, ...]:
@@ -96,14 +75,16 @@ def row(run: str, quantity: str) -> Row:
 
 
 def assumed_range(quantity: str) -> tuple[float, float]:
-    """(low, high) of an assumed value, from its ``uncertainty`` ("range A to B unit")."""
+    """(low, high) of an assumed value, from its rows ``<quantity>, low end`` and
+    ``<quantity>, high end`` (in the value's unit)."""
     r = row("assumed", quantity)
-    words = r.uncertainty.split()
-    if len(words) < 4 or words[0] != "range" or words[2] != "to":
-        raise ValueError(
-            f"assumed {quantity!r} has no 'range A to B' uncertainty: {r.uncertainty!r}"
-        )
-    low, high = float(words[1]), float(words[3])
+    ends = {r.quantity: r for r in rows() if r.run == "assumed"}
+    names = (f"{quantity}, low end", f"{quantity}, high end")
+    if not all(name in ends for name in names):
+        raise ValueError(f"assumed {quantity!r} has no rows {names[0]!r} and {names[1]!r}")
+    if any(ends[name].unit != r.unit for name in names):
+        raise ValueError(f"assumed {quantity!r}: its range is not in its unit {r.unit!r}")
+    low, high = (ends[name].value for name in names)
     if not low <= r.value <= high:
         raise ValueError(f"assumed {quantity!r}: {r.value} lies outside its range {low}..{high}")
     return low, high

@@ -1,4 +1,3 @@
-import numpy as np
 from fuzz import call
 
 from scaleout import data_parallel as D
@@ -8,24 +7,8 @@ BACKWARD = [1e-3, 1e-4, 1e-3, 1e-4]
 TL = D.step_timeline(
     SIZES, BACKWARD, 4, 3e-6, 2e-11, bucket_cap_bytes=5000.0, first_bucket_cap_bytes=1024.0
 )
-BUCKETS = D.assign_buckets(SIZES, 5000.0, 1024.0)
-RNG = np.random.default_rng(0)
-X = RNG.standard_normal((8, 2))
-Y = RNG.standard_normal(8)
-PER_SAMPLE = D.squared_error_grads(np.zeros(2), X, Y)
 
 BASELINES = {
-    "shard_sizes": call(10, 4),
-    "local_gradients": call(PER_SAMPLE, [2, 2, 2, 2]),
-    "average_gradients": call(PER_SAMPLE[:4], [2, 2, 2, 2]),
-    "equivalence_error": call(PER_SAMPLE, [2, 2, 2, 2], weighted=False),
-    "squared_error_grads": call(np.zeros(2), X, Y),
-    "data_parallel_sgd": call(
-        D.squared_error_grads, np.zeros(2), [(X.tolist(), Y.tolist())], 4, 0.1, weighted=False
-    ),
-    "bucket_caps": call(25),
-    "Buckets": call(BUCKETS.params, BUCKETS.nbytes, BUCKETS.caps),
-    "assign_buckets": call(SIZES, 5000.0, 1024.0),
     "StepTimeline": call(
         TL.grad_ready_s,
         TL.compute_s,
@@ -52,14 +35,6 @@ BASELINES = {
     "accumulation": call(TL, 4, no_sync=True),
     "uniform_layers": call(1e6, 8),
     "backward_seconds": call([1e5, 1e5], 1024, 1e12),
-    "ddp_buckets": call(
-        SIZES, 0.004, rebuilt=True, find_unused_parameters=False, arrival_order=[3, 1, 2, 0]
-    ),
-    "GradientMemory": call(1e6, 1e6),
-    "gradient_memory": call(1e6, gradient_as_bucket_view=False),
-    "allreduce_itemsize": call("float32", comm_hook="bf16_compress"),
-    "ParallelLayout": call(1024, 8, 8, 1536, micro_batch=2),
-    "data_parallel_groups": call(16, 2, 4),
     "dp_network": call(16, 8, "dgx-h100", nic_gbps=200.0),
     "uniform_model_timelines": call(
         1e8,

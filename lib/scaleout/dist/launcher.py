@@ -1,64 +1,6 @@
-"""Run torch.distributed code on N CPU processes, straight from a notebook cell.
-
-    def hello(rank, world_size):        # defined in a notebook cell
-        t = torch.tensor([float(rank)])
-        dist.all_reduce(t)
-        return t.item()
-
-    run(hello, nprocs=4)                # -> [6.0, 6.0, 6.0, 6.0], in rank order
-
-Why fork, and not ``torch.multiprocessing.spawn``: the book promises that the code a reader
-sees in a cell is the code that runs. ``spawn`` starts fresh interpreters and has to pickle
-the function by reference (module + name); a function defined in a notebook cell lives in
-``__main__`` of the kernel and cannot be found that way, nor can closures or lambdas. A
-``fork``ed child is a copy of the kernel: the function object, the helpers it calls and the
-variables it closes over are all already there, nothing is pickled on the way in. The price
-of fork is that a child inherits a multi-threaded parent (the Jupyter kernel runs IO and
-heartbeat threads): any lock another thread held at fork time stays locked in the child.
-Each child therefore touches nothing it inherited that another thread may hold -- it
-replaces ``sys.stdout``/``sys.stderr`` first (the kernel's ZMQ-backed ``OutStream`` must not
-be used after fork), builds its own process group and talks to the parent only through
-files. Results (the one thing that crosses back) must be picklable. Platforms without fork
-(Windows; macOS defaults to spawn and is fork-fragile) should use the ``torchrun`` scripts
-in :mod:`scaleout.demos` instead, which run the same worker functions.
-
-Rendezvous uses a ``FileStore`` in a fresh temporary directory per launch, so there are no
-fixed ports, no stale files from an earlier run, and two launches at once never collide.
-A rank that has returned waits on that store until every rank has returned before it
-leaves: a rank that exits early closes its sockets under peers still connecting or reading.
-Gloo is pinned to the loopback interface (``GLOO_SOCKET_IFNAME=lo`` unless already set).
-
-Every launch is bounded: the parent waits with a deadline (at most :data:`MAX_TIMEOUT_S`),
-kills all ranks as soon as one fails (the others would block in a collective forever), and
-in every outcome -- success, error, timeout, KeyboardInterrupt -- SIGKILLs and reaps every
-child and removes the temporary directory before returning.
-
-Interrupts are honoured at every moment. Python runs a signal's handler in the main thread
-between bytecodes, so a Ctrl-C (or a Jupyter "interrupt kernel") that lands while a rank is
-being forked would raise ``KeyboardInterrupt`` inside one of the interpreter's at-fork hooks,
-where it is printed and discarded -- and the launch would go on until its timeout. While it
-forks, and while it cleans up, the launcher therefore blocks SIGINT
-(``signal.pthread_sigmask``) and holds back any that another thread receives; it delivers
-the interrupt right after, where it ends the launch like any other.
-
-A killed caller (a kernel restart, the OOM killer, SIGKILL, SIGTERM) leaves nothing behind
-either. The ranks ask the kernel for SIGKILL when their parent dies (``PR_SET_PDEATHSIG``),
-and each launch starts a small watcher process (a fresh interpreter in its own session,
-told each rank's pid) that notices the caller's death within a tenth of a second, SIGKILLs
-every rank's process group (so what the ranks started dies too) and removes the temporary
-directory. On a normal return the caller has done all that itself and stops the watcher.
-
-A nested launch -- ``run`` called inside a rank -- is rejected up front with a
-``RuntimeError``: the rank already holds torch's default process group, which a forked
-child would inherit and could not initialise again.
-
-Processes a rank starts die with the call too. Each rank leads its own process group, and
-the parent SIGKILLs that group when the rank exits (a rank's children are orphans from then
-on) and again when the call ends, for every rank, whether it exited early or not (Linux
-keeps a group's id out of reuse while any member lives). What escapes: a descendant that
-leaves the rank's group on purpose (``setsid()``, ``setpgrp()``, ``subprocess.Popen(...,
-start_new_session=True)``, a daemon that double-forks into a new session); such a process
-is the caller's to stop.
+"""The launcher: :func:`run` forks the ranks, gives each a process group on a FileStore, waits
+with a deadline and brings back results, output and errors in rank order. See
+:mod:`scaleout.dist` for the contract.
 """
 
 from __future__ import annotations
@@ -79,9 +21,15 @@ import traceback
 import warnings
 from datetime import timedelta
 
-from . import checks
-
-__all__ = ["run", "RankError", "DistributedTimeout", "MAX_NPROCS", "MAX_TIMEOUT_S"]
+from .. import checks
+from .guard import (
+    _HoldInterrupts,
+    _kill_all,
+    _kill_group,
+    _restore_interrupts_in_rank,
+    _set_parent_death_signal,
+    _Watcher,
+)
 
 #: The most ranks one call may fork.
 MAX_NPROCS = 64
@@ -90,43 +38,9 @@ MAX_TIMEOUT_S = 86_400.0
 _POLL_S = 0.2  # re-check exit codes this often, even if no sentinel fired
 _PG_GRACE_S = 5.0  # the launcher's deadline fires before gloo's own collective timeout
 _OUTPUT_TAIL_LINES = 40  # lines of each rank's output quoted in an exception message
-_WATCH_POLL_S = 0.05  # how often the watcher checks that the caller lives
-_RANK = None  # in a forked rank: its rank (a nested launch is refused)
-_SAVED_SIGINT = None  # the caller's SIGINT handler while the launcher holds SIGINT back
 
-# The watcher: a fresh interpreter (no inherited locks or threads) in its own session. Reads
-# rank pids, one a line, from stdin; "done" means the caller cleaned up itself. If instead
-# the caller dies (its parent pid changes) or stdin closes first, it SIGKILLs every rank and
-# every rank's process group a few times over (a process forking at that moment), then
-# removes the launch's temporary directory.
-_WATCHER_SOURCE = r"""
-import os, select, shutil, signal, sys, time
-for sig in (signal.SIGINT, signal.SIGHUP, signal.SIGTERM):
-    signal.signal(sig, signal.SIG_IGN)
-caller, tmp, poll = int(sys.argv[1]), sys.argv[2], float(sys.argv[3])
-pids, buf = set(), b""
-while os.getppid() == caller:
-    if not select.select([0], [], [], poll)[0]:
-        continue
-    chunk = os.read(0, 4096)
-    if not chunk:
-        break
-    *lines, buf = (buf + chunk).split(b"\n")
-    for line in lines:
-        if line == b"done":
-            sys.exit(0)
-        if line.strip():
-            pids.add(int(line))
-for _ in range(4):
-    for pid in pids:
-        for kill in (os.killpg, os.kill):
-            try:
-                kill(pid, signal.SIGKILL)
-            except OSError:
-                pass
-    time.sleep(poll)
-shutil.rmtree(tmp, ignore_errors=True)
-"""
+
+_RANK = None  # in a forked rank: its rank (a nested launch is refused)
 
 
 class RankError(RuntimeError):
@@ -154,113 +68,6 @@ class DistributedTimeout(TimeoutError):
         self.unfinished = list(unfinished)
         self.finished = list(finished)
         self.outputs = list(outputs or [])
-
-
-class _HoldInterrupts:
-    """Hold SIGINT back for the ``with`` block, deliver it after.
-
-    In the main thread (the only one where Python runs signal handlers), SIGINT is blocked
-    for this thread and the Python handler swapped for one that only records the signal
-    (another thread may still receive a process-directed SIGINT: its handler then runs in
-    this thread, anywhere, at-fork hooks included). On exit the caller's handler is put back,
-    SIGINT unblocked (a pending one is delivered now) and a recorded one replayed: the
-    caller's handler is called, which raises ``KeyboardInterrupt`` for Python's default one.
-    Elsewhere (``run`` called from another thread) nothing is needed: a KeyboardInterrupt is
-    raised in the main thread, never in this thread's fork.
-    """
-
-    def __enter__(self):
-        global _SAVED_SIGINT
-        self.active = threading.current_thread() is threading.main_thread()
-        self.caught = []
-        if self.active:
-            self.mask = signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT})
-            self.old = signal.signal(signal.SIGINT, lambda signum, frame: self.caught.append(1))
-            _SAVED_SIGINT = self.old
-        return self
-
-    def __exit__(self, *exc):
-        global _SAVED_SIGINT
-        if not self.active:
-            return False
-        signal.signal(signal.SIGINT, self.old)
-        _SAVED_SIGINT = None
-        signal.pthread_sigmask(signal.SIG_SETMASK, self.mask)  # a pending SIGINT: delivered
-        if self.caught:
-            if callable(self.old):
-                self.old(signal.SIGINT, None)  # default_int_handler: raises KeyboardInterrupt
-            elif self.old == signal.SIG_DFL:
-                signal.raise_signal(signal.SIGINT)
-        return False
-
-
-def _restore_interrupts_in_rank():
-    """A forked rank starts with the launcher's SIGINT mask and handler: put back the
-    caller's (and so its children's, which inherit the mask through exec)."""
-    if _SAVED_SIGINT is not None:
-        try:
-            signal.signal(signal.SIGINT, _SAVED_SIGINT)
-        except (ValueError, TypeError):
-            pass
-    signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGINT})
-
-
-class _Watcher:
-    """The process that cleans up after a caller that was killed (see the module docstring)."""
-
-    def __init__(self, tmp):
-        import subprocess
-
-        self.proc = subprocess.Popen(
-            [
-                sys.executable,
-                "-I",
-                "-S",
-                "-c",
-                _WATCHER_SOURCE,
-                str(os.getpid()),
-                tmp,
-                str(_WATCH_POLL_S),
-            ],
-            stdin=subprocess.PIPE,
-            stdout=subprocess.DEVNULL,
-            stderr=subprocess.DEVNULL,
-            start_new_session=True,  # a signal to the caller's process group spares it
-        )
-        self.fd = self.proc.stdin.fileno()
-
-    @classmethod
-    def start(cls, tmp):
-        """A watcher, or None where no interpreter can be started (an embedded Python
-        without ``sys.executable``): the ranks' PR_SET_PDEATHSIG still applies."""
-        if not sys.executable:
-            return None
-        try:
-            return cls(tmp)
-        except OSError:
-            return None
-
-    def _send(self, text):
-        try:
-            os.write(self.fd, text.encode())
-        except OSError:  # the watcher died: nothing to tell it
-            pass
-
-    def watch(self, pid):
-        self._send(f"{pid}\n")
-
-    def finish(self):
-        """The caller has cleaned up: stop the watcher (SIGKILL: it may still be starting,
-        and waiting for it to read "done" would cost the call its start-up time) and reap it."""
-        try:
-            self.proc.kill()
-        except OSError:
-            pass
-        try:
-            self.proc.stdin.close()
-        except OSError:
-            pass
-        self.proc.wait()
 
 
 def _refuse_nested():
@@ -302,15 +109,6 @@ def _validate(fn, nprocs, args, kwargs, backend, timeout, threads_per_rank, show
             "  torchrun --standalone --nproc-per-node 4 -m scaleout.demos.collectives"
         )
     return nprocs, timeout
-
-
-def _set_parent_death_signal():
-    """Linux: if the parent dies (kernel killed), the kernel SIGKILLs this child too."""
-    if sys.platform.startswith("linux"):
-        try:
-            ctypes.CDLL(None, use_errno=True).prctl(1, signal.SIGKILL)  # PR_SET_PDEATHSIG
-        except (OSError, AttributeError):
-            pass
 
 
 def _child(rank, nprocs, fn, args, kwargs, backend, tmp, timeout, threads, parent_pid, wfd):
@@ -485,31 +283,6 @@ def _rank_error(failed, outcomes, procs, outputs):
     if printed:
         msg += "\n\nOutput of the ranks:\n" + printed
     return RankError(msg, ranks=sorted(failed), details=details, outputs=outputs)
-
-
-def _kill_group(pid):
-    """SIGKILL the process group a rank leads (the rank and whatever it started)."""
-    try:
-        os.killpg(pid, signal.SIGKILL)
-    except (ProcessLookupError, PermissionError):  # empty group, or never made
-        pass
-
-
-def _kill_all(procs):
-    """SIGKILL every rank's process group (exited ranks too: what they started is an
-    orphan) and every unreaped rank, then reap them all."""
-    for p in procs:
-        if p.pid is None:
-            continue
-        _kill_group(p.pid)
-        if p.exitcode is None:  # a reaped rank's pid may belong to someone else now
-            try:
-                os.kill(p.pid, signal.SIGKILL)
-            except (ProcessLookupError, PermissionError):
-                pass
-    for p in procs:
-        if p.pid is not None:
-            p.join()
 
 
 def run(

@@ -1,10 +1,6 @@
 from fuzz import call
 
 BASELINES = {
-    "gbit_per_s_to_gbyte_per_s": call(400.0),
-    "gbyte_per_s_to_gbit_per_s": call(50.0),
-    "LinkPreset": call("nic-400g", "nic", 50.0, 3e-6, "IEEE 802.3", note="", links=1),
-    "Bandwidth": call(50e9),
     "NVLinkGeneration": call(4, "H100", 2022, 18, 50.0, 900.0, "whitepaper"),
     "NVSwitchGeneration": call(
         3, 2022, 4, 64, 50.0, 3200.0, "DGX H100", 4, 8, 256, "DGX GH200", True, "blog"
@@ -26,29 +22,6 @@ BASELINES = {
     ),
     "PCIeGeneration": call(5, 2019, 32.0, (128, 130), "PCI-SIG"),
     "NICSpeed": call("ConnectX-7", 400.0, 4, 100.0, "NDR", "400GbE", "datasheet"),
-    "link": call("nvlink4-h100"),
     "nvlink_generation": call(4),
     "system": call("DGX H100"),
 }
-BASELINES["GPU"] = call(
-    "H100-SXM",
-    "Hopper",
-    2022,
-    "SXM",
-    67.0,
-    494.5,
-    989.5,
-    989.5,
-    1979.0,
-    80.0,
-    3.35,
-    132,
-    50.0,
-    4,
-    18,
-    700.0,
-    "datasheet",
-    secondary=("sms",),
-    note="a note",
-)
-BASELINES["gpu"] = call("H100-SXM")

@@ -1,0 +1,5 @@
+from fuzz import call
+
+BASELINES = {
+    "Bandwidth": call(50e9),
+}
