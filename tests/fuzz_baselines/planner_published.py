@@ -42,6 +42,8 @@ BASELINES = {
     "figure_sweeps": call(),
     "fig_plan": call(13, 8),
     "BestPlan": call(RUN, ROW.prediction, ROW.prediction, 0.0),
+    "SizeErrors": call(ERR, ERR, -0.05, 0.02, 0.9, 0.95),
+    "errors_by_size": call(),
 }
 NONFINITE_OK = {
     "baselines": "NaN rank where a baseline predicts a tie (a constant rate ranks nothing)",

@@ -371,25 +371,29 @@ def _golden(f, lo: float, hi: float, iters: int = 48) -> float:
     return (a + b) / 2
 
 
-def calibration(generation: str) -> float:
+def calibration(generation: str, non_gemm: bool = False) -> float:
     """The compute-time multiplier of GPU ``generation`` ("A100" / "H100") fitted on the
-    runs marked ``fit`` of that generation (see the module docstring)."""
-    return _calibration(checks.choice("generation", generation, ("A100", "H100")))
+    runs marked ``fit`` of that generation (see the module docstring); ``non_gemm``: with
+    the memory-bound work of :mod:`scaleout.planner.non_gemm` (off by default, as in
+    :func:`~scaleout.planner.step.predict`)."""
+    generation = checks.choice("generation", generation, ("A100", "H100"))
+    return _calibration(generation, checks.boolean("non_gemm", non_gemm))
 
 
 @functools.lru_cache(maxsize=8)
-def _calibration(generation: str) -> float:
+def _calibration(generation: str, non_gemm: bool = False) -> float:
     fit = [r for r in runs() if r.split == "fit" and r.cluster.generation == generation]
 
     def loss(k):
-        return sum(math.log(_predict(r, k).step_s / r.measured_step_s) ** 2 for r in fit)
+        return sum(math.log(_predict(r, k, non_gemm).step_s / r.measured_step_s) ** 2
+                   for r in fit)  # fmt: skip
 
     return _golden(loss, 0.5, 4.0)
 
 
-def _predict(run: Run, k: float) -> Prediction:
+def _predict(run: Run, k: float, non_gemm: bool = False) -> Prediction:
     return predict(run.model, run.cluster, run.batch, run.plan, calibration=k,
-                   usable_fraction=1.0)  # fmt: skip
+                   usable_fraction=1.0, non_gemm=non_gemm)  # fmt: skip
 
 
 @dataclass(frozen=True)
@@ -423,18 +427,24 @@ class Row:
         return min(errs), max(errs)
 
 
-@functools.lru_cache(maxsize=1)
-def validation() -> tuple[Row, ...]:
-    """Every run priced with its generation's calibration (and its alternatives)."""
+def validation(non_gemm: bool = False) -> tuple[Row, ...]:
+    """Every run priced with its generation's calibration (and its alternatives);
+    ``non_gemm=True``: with :mod:`scaleout.planner.non_gemm`'s work, the calibration
+    refitted with it."""
+    return _validation(checks.boolean("non_gemm", non_gemm))
+
+
+@functools.lru_cache(maxsize=2)
+def _validation(non_gemm: bool) -> tuple[Row, ...]:
     out = []
     for r in runs():
-        k = calibration(r.cluster.generation)
-        pred = _predict(r, k)
+        k = calibration(r.cluster.generation, non_gemm)
+        pred = _predict(r, k, non_gemm)
         meas = r.measured_step_s
         errors = [pred.step_s / meas - 1.0]
         for alt in r.alternatives:
             alt_step = predict(r.model, r.cluster, r.batch, alt, calibration=k,
-                               usable_fraction=1.0).step_s  # fmt: skip
+                               usable_fraction=1.0, non_gemm=non_gemm).step_s  # fmt: skip
             errors.append(alt_step / meas - 1.0)
         out.append(Row(r, meas, pred.step_s, errors[0], pred, tuple(errors)))
     return tuple(out)
@@ -555,10 +565,14 @@ def _rho(predicted_s, rows) -> float:
     return spearman(x, [flops_per_gpu(r.run, r.measured_s) for r in rows])
 
 
-@functools.lru_cache(maxsize=1)
-def summary() -> Summary:
-    """Error and skill of :func:`validation` (see :class:`Summary`)."""
-    rows = validation()
+def summary(non_gemm: bool = False) -> Summary:
+    """Error and skill of :func:`validation` (see :class:`Summary`); ``non_gemm`` as there."""
+    return _summary(checks.boolean("non_gemm", non_gemm))
+
+
+@functools.lru_cache(maxsize=2)
+def _summary(non_gemm: bool) -> Summary:
+    rows = validation(non_gemm)
     held = [r for r in rows if r.run.split == "held-out"]
     groups = {}
     for g in GROUPS:
@@ -568,7 +582,52 @@ def summary() -> Summary:
     fit = np.array([abs(r.error) for r in rows if r.run.split == "fit"])
     rank = {name: _rho([x.predicted_s for x in rs], rs) for name, rs in _sweeps(rows).items()}
     return Summary(groups, float(np.median(fit)), rank,
-                   {g: calibration(g) for g in ("A100", "H100")})  # fmt: skip
+                   {g: calibration(g, non_gemm) for g in ("A100", "H100")})  # fmt: skip
+
+
+#: Hidden size below which :func:`errors_by_size` counts a model as small (the 1.7B to
+#: 22B models of the tables and the 5.9B model of Figures 14 and 15; 39.1B and up are large).
+SMALL_HIDDEN = 8192
+
+
+@dataclass(frozen=True)
+class SizeErrors:
+    """Held-out errors of the models below :data:`SMALL_HIDDEN` (``small``) and the
+    others (``large``), each an :class:`Errors` with its median signed error
+    (``small_bias``, ``large_bias``: below 0, predicted too fast), and Spearman's rho of
+    predicted against measured FLOP/s per GPU over each group (``small_rho``,
+    ``large_rho``)."""
+
+    small: Errors
+    large: Errors
+    small_bias: float
+    large_bias: float
+    small_rho: float
+    large_rho: float
+
+    def __post_init__(self):
+        for name in ("small", "large"):
+            checks.instance(name, getattr(self, name), Errors)
+        for name in ("small_bias", "large_bias"):
+            checks.real(name, getattr(self, name), -1.0, 1e6)
+        for name in ("small_rho", "large_rho"):
+            checks.real(name, getattr(self, name), -1.0, 1.0)
+
+
+def errors_by_size(non_gemm: bool = False) -> SizeErrors:
+    """:class:`SizeErrors` of :func:`validation` (``non_gemm`` as there)."""
+    rows = [r for r in validation(checks.boolean("non_gemm", non_gemm))
+            if r.run.split == "held-out"]  # fmt: skip
+    out = {}
+    for name, sel in (
+        ("small", [r for r in rows if r.run.model.hidden < SMALL_HIDDEN]),
+        ("large", [r for r in rows if r.run.model.hidden >= SMALL_HIDDEN]),
+    ):
+        x = [flops_per_gpu(r.run, r.predicted_s) for r in sel]
+        y = [flops_per_gpu(r.run, r.measured_s) for r in sel]
+        out[name] = (errors_of(sel), float(np.median([r.error for r in sel])), spearman(x, y))
+    (s, sb, sr), (lg, lb, lr) = out["small"], out["large"]
+    return SizeErrors(s, lg, sb, lb, sr, lr)
 
 
 def executed_flops(run: Run) -> float:
@@ -702,16 +761,18 @@ class SweepResult:
         return self.measured_best == self.predicted_best
 
 
-def figure_sweeps() -> tuple[SweepResult, ...]:
-    """:class:`SweepResult` of every sweep of Narayanan et al.'s Figures 13-16."""
+def figure_sweeps(non_gemm: bool = False) -> tuple[SweepResult, ...]:
+    """:class:`SweepResult` of every sweep of Narayanan et al.'s Figures 13-16 (``non_gemm``
+    as in :func:`validation`)."""
+    non_gemm = checks.boolean("non_gemm", non_gemm)
     bubble = {b.name: b for b in baselines()}["rate and bubble"]
     out = []
-    for name, rs in _sweeps(validation()).items():
+    for name, rs in _sweeps(validation(non_gemm)).items():
         if not name.startswith("Narayanan Fig."):
             continue
         best_m = min(rs, key=lambda r: r.measured_s)
         best_p = min(rs, key=lambda r: r.predicted_s)
-        out.append(SweepResult(name, len(rs), summary().rank[name], bubble.rank[name],
+        out.append(SweepResult(name, len(rs), summary(non_gemm).rank[name], bubble.rank[name],
                                best_m.run.key, best_p.run.key,
                                best_m.predicted_s / best_p.predicted_s - 1.0))  # fmt: skip
     return tuple(out)
