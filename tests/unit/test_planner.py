@@ -384,3 +384,20 @@ def test_non_gemm_lengthens_the_step_and_is_reported_by_size():
     assert worst < -0.35
     with pytest.raises(ValueError, match="non_gemm"):
         PL.validation("no")
+
+
+def test_table1_plans_follow_run_table_1_sh():
+    """Megatron-LM examples/sc21/run_table_1.sh: MBS and --num-layers-per-virtual-pipeline-stage
+    (v = layers / p / that number); e.g. 145B: TP=8 PP=8 MBS=2, 80 layers, 5 per virtual
+    stage, so b = 2 and v = 2 (not the b = 1 some chapters assume)."""
+    script = {  # name: (MBS, layers, PP, layers per virtual stage or None)
+        "1.7B": (16, 24, 1, None), "3.6B": (16, 30, 1, None), "7.5B": (16, 36, 1, None),
+        "18.4B": (8, 40, 1, None), "39.1B": (4, 48, 2, None), "76.1B": (2, 60, 4, 5),
+        "145.6B": (2, 80, 8, 5), "310.1B": (1, 96, 16, 3), "529.6B": (1, 105, 35, 1),
+        "1T": (1, 128, 64, None),
+    }  # fmt: skip
+    runs = {r.key: r for r in PL.runs()}
+    for name, (mbs, layers, pp, per_virtual) in script.items():
+        r = runs[f"T1 {name}"]
+        v = 1 if per_virtual is None else layers // pp // per_virtual
+        assert (r.plan.b, r.plan.p, r.plan.v, r.model.layers) == (mbs, pp, v, layers), name
