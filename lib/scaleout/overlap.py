@@ -20,6 +20,8 @@ planner's :func:`scaleout.planner.comm.tp_exposed` follows too; a test ties the 
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 import numpy as np
 
 from . import checks
@@ -31,6 +33,50 @@ HOW = ("none", "bulk", "pipelined")
 COLLECTIVES = ("allreduce", "allgather", "reducescatter")
 #: Largest tensor-parallel size and number of pieces the rules take.
 MAX_T, MAX_PIECES = 1024, 2**20
+
+
+@dataclass(frozen=True)
+class TPSchedule:
+    """How one release of a framework runs its tensor-parallel collectives: ``overlap``
+    (one of :data:`TP_OVERLAPS`) and whether, with sequence parallelism, the backward pass
+    all-gathers each block's input again (``regather_with_sp``); ``source`` says where."""
+
+    name: str
+    overlap: str
+    regather_with_sp: bool
+    source: str
+
+    def __post_init__(self):
+        checks.text("name", self.name, 80)
+        checks.choice("overlap", self.overlap, TP_OVERLAPS)
+        checks.boolean("regather_with_sp", self.regather_with_sp)
+        checks.text("source", self.source, 600)
+
+    def regather(self, sp: bool) -> bool:
+        """Whether a layer run with sequence parallelism ``sp`` re-gathers its input."""
+        return checks.boolean("sp", sp) and self.regather_with_sp
+
+
+#: Megatron-LM as Korthikanti et al. 2022 ran it, the one rule both chapter 14 (their
+#: Table 4, :func:`scaleout.compute.validation.layer_rows`) and chapter 15 (their Table 5,
+#: :mod:`scaleout.planner.published`) price their runs with. The paper: "we overlap
+#: all-reduce communication with the linear weight's gradient computation". The code of
+#: that time, Megatron-LM ``megatron/mpu/layers.py`` at commit 02bb1f5 (2022):
+#: ``ColumnParallelLinearWithAsyncAllreduce.backward`` launches the input gradient's
+#: all-reduce asynchronously and computes the weight gradient while it runs (on unless
+#: ``--no-async-tensor-model-parallel-allreduce``); with sequence parallelism
+#: ``ColumnParallelLinearWithSequenceParallelism.backward`` all-gathers the saved input
+#: again, asynchronously beside the input-gradient GEMM, then reduce-scatters the input
+#: gradient asynchronously beside the weight-gradient GEMM. The forward collectives are
+#: synchronous. That is :func:`tp_work`'s ``"megatron"`` schedule with the re-gather.
+MEGATRON_2022 = TPSchedule(
+    "Megatron-LM 2022 (Korthikanti et al.)",
+    "megatron",
+    True,
+    "korthikanti2022reducing; NVIDIA/Megatron-LM megatron/mpu/layers.py at commit "
+    "02bb1f5c86fc8c36d4a96a2b7ebcf63d53219369 (ColumnParallelLinearWithAsyncAllreduce, "
+    "ColumnParallelLinearWithSequenceParallelism)",
+)
 
 
 def _exposed(c: float, g: float, how: str, t: int) -> float:

@@ -295,6 +295,10 @@ def test_korthikanti_table4_held_out_rows():
     assert (
         sp.forward_ms < base.forward_ms and sp.measurement.forward_ms < base.measurement.forward_ms
     )
+    # priced with the one TP schedule of 2022's Megatron-LM (the planner's Table 5 too):
+    # the backward all-reduce hides behind the weight-gradient GEMM
+    assert V.TP_SCHEDULE.overlap == "megatron" and V.TP_SCHEDULE.regather(True)
+    assert base.comm_backward_ms == 0.0 and base.comm_forward_ms > 0.0
     summary = V.layer_summary()
     assert summary.count == 5 and summary.rank_correlation == 1.0
     assert summary.overhead_rank_correlation == 1.0

@@ -88,3 +88,13 @@ def test_vectorised_pieces():
 def test_bad_input_raises(call, match):
     with pytest.raises(ValueError, match=match):
         call()
+
+
+def test_megatron_2022_schedule_is_a_legal_rule():
+    rule = overlap.MEGATRON_2022
+    assert rule.overlap in overlap.TP_OVERLAPS and "02bb1f5" in rule.source
+    assert rule.regather(True) and not rule.regather(False)
+    with pytest.raises(ValueError, match="overlap must be"):
+        overlap.TPSchedule("x", "async", True, "src")
+    with pytest.raises(ValueError, match="sp must be"):
+        rule.regather("yes")

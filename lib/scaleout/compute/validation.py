@@ -27,11 +27,13 @@ tensor-parallel collectives on the node's NVLink, which the layer model leaves o
 comparison adds them as chapter 15's planner does (NCCL's collective times,
 ``scaleout.nccl.collective_seconds``, and the overlap rules of
 :func:`scaleout.overlap.tp_layer`, which the planner's ``tp_exposed`` follows): priced with
-NCCL's model on a DGX A100 (:func:`scaleout.machine.preset`),
-forward collectives on the critical path, backward ones beside the weight- and
-input-gradient GEMMs as Megatron-LM runs them ("megatron" overlap; the paper: "we overlap
-all-reduce communication with the linear weight's gradient computation"), and a full
-recomputation repeats the forward's collectives.
+NCCL's model on a DGX A100 (:func:`scaleout.machine.preset`), with the one schedule of
+2022's Megatron-LM, :data:`scaleout.overlap.MEGATRON_2022` (:data:`TP_SCHEDULE`), which the
+planner's rows of the same paper's Table 5 use too: forward collectives on the critical
+path, backward ones beside the weight- and input-gradient GEMMs (the paper: "we overlap
+all-reduce communication with the linear weight's gradient computation"), with sequence
+parallelism the input all-gathered again in the backward; a full recomputation repeats
+the forward's collectives.
 """
 
 from __future__ import annotations
@@ -47,6 +49,8 @@ from .gemm import CEILING_ROWS, gemm_time
 from .layer import Layer, layer_time
 
 ROLES = ("fit", "transfer", "sweep", "shapes")
+#: The tensor-parallel schedule Korthikanti et al.'s runs are priced with (chapters 14 and 15).
+TP_SCHEDULE = overlap.MEGATRON_2022
 #: Transfer MAMF rows and the sibling GPU row of ``hardware.GPUS`` that prices each.
 TRANSFER = (
     ("NVIDIA A100 PCIe", "bf16", "A100-80GB"),
@@ -190,7 +194,8 @@ def layer_rows() -> tuple[LayerRow, ...]:
         fwd = {p.name: p.seconds for p in lt.parts if p.phase == "forward" and p.kind == "gemm"}
         col = (fwd["QKV projection"], fwd["MLP up"])
         row = (fwd["attention output projection"], fwd["MLP down"])
-        tp_f, tp_b, _, _ = overlap.tp_layer(sec, col, row, t, m.sp, "megatron", m.sp)
+        tp_f, tp_b, _, _ = overlap.tp_layer(sec, col, row, t, m.sp, TP_SCHEDULE.overlap,
+                                            TP_SCHEDULE.regather(m.sp))  # fmt: skip
         again = 2 if m.recompute == "full" else 1
         out.append(LayerRow(m, lt.seconds("forward") * 1e3,
                             (lt.seconds("backward") + lt.seconds("recompute")) * 1e3,

@@ -46,10 +46,12 @@ from .published import (
     Errors,
     Row,
     Run,
+    SizeErrors,
     Summary,
     SweepResult,
     baselines,
     calibration,
+    errors_by_size,
     errors_of,
     figure_sweeps,
     flops_per_gpu,
@@ -92,7 +94,8 @@ EXPLORER_BATCHES = (768, 1536, 3072)
 
 __all__ = [
     "BUCKET_PARAMS", "EXPLORER_BATCHES", "EXPLORER_GPUS", "EXPLORER_MODELS", "FIG_SWEEPS",
-    "GROUPS", "Baseline", "Errors", "SweepResult", "baselines", "errors_of", "figure_sweeps",
+    "GROUPS", "Baseline", "Errors", "SizeErrors", "SweepResult", "baselines", "errors_by_size",
+    "errors_of", "figure_sweeps",
     "rank_by_params", "GENERATION", "GPT3", "GPUS", "LLAMA2_70B", "LLAMA3_405B", "MAX_PLANS",
     "ONE_T", "OVERLAPS", "PARTS", "PRECISIONS", "PRESETS", "BestPlan", "Cluster", "Grid",
     "Model", "Plan", "Prediction", "Row", "Run", "Space", "Summary", "a100_cluster",

@@ -12,9 +12,9 @@ benchmark publish seconds per iteration.
   ``examples/sc21/run_table_1.sh``, commit 6985e58); its Table 2 (PTD-P rows); its
   Figures 13-16 (``FIG_SWEEPS``: the plan varied on 64 GPUs, configurations from
   ``run_figure_13.sh`` to ``run_figure_16.sh``, values read off the figures' vector
-  drawing); Korthikanti et al. 2022 Table 5 with the configurations of their Table 3 as
-  calculon transcribes them; MT-NLG 530B (Smith et al. 2022, Section 2.4); BLOOM 176B
-  (BigScience 2022).
+  drawing); Korthikanti et al. 2022 Table 5 with the configurations of their Table 3 (v as
+  calculon transcribes them) and 2022 Megatron-LM's TP overlap (``K5_TP``); MT-NLG 530B
+  (Smith et al. 2022, Section 2.4); BLOOM 176B (BigScience 2022).
 * **H100**: Llama 3 405B (Llama team 2024 [dubey2024llama3], Table 4 and Sec. 3.3.2),
   Nemotron-4 340B (NVIDIA 2024, Table 2), NVIDIA's DGXC benchmark of Nemotron-4 340B (NGC
   catalog, release 24.11).
@@ -27,31 +27,30 @@ statistic is also reported as the range it takes over those values (:class:`Erro
 Calibration: one constant per GPU generation, a multiplier on the compute model's time,
 fitted (least squares on the log of predicted over measured step time, golden-section
 search) on the runs marked ``fit`` and nothing else; every other run is held out.
-Baselines (:func:`baselines`), fitted the same way on the same runs: one executed-FLOP/s
+Baselines (:func:`~scaleout.planner.baselines.baselines`, in :mod:`scaleout.planner.baselines`
+and re-exported here), fitted the same way on the same runs: one executed-FLOP/s
 rate per GPU generation, and that rate with the pipeline bubble; and, for ranking, the
-parameter count (:func:`rank_by_params`).
+parameter count (:func:`~scaleout.planner.baselines.rank_by_params`).
 Skill: Spearman's rank correlation of predicted against measured executed FLOP/s per GPU
 within each sweep (runs that vary one thing); in every figure sweep whether the
-planner's best run is the measured best (:func:`figure_sweeps`); and for every Table 1
-row whether the published plan is within 5 % of the planner's best plan in the same
-software (search over t, p, d, b, v and recomputation with the run's precision,
+planner's best run is the measured best (:func:`~scaleout.planner.baselines.figure_sweeps`);
+and for every Table 1 row whether the published plan is within 5 % of the planner's best
+plan in the same software (search over t, p, d, b, v and recomputation with the run's precision,
 attention and overlap).
 """
 
 from __future__ import annotations
 
-import dataclasses
 import functools
 import math
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 import numpy as np
 
 from .. import checks
-from .. import pipeline as PP
+from .. import overlap as OV
 from ..nccl.published import spearman
-from .model import GPT3, LLAMA3_405B, RECOMPUTE, Cluster, Model, a100_cluster, model_from_table
-from .search import Space, search
+from .model import GPT3, LLAMA3_405B, Cluster, Model, a100_cluster, model_from_table
 from .step import Plan, Prediction, predict
 
 SPLITS = ("fit", "held-out")
@@ -182,6 +181,11 @@ KORTHIKANTI_MODELS = {
     "530B": MT530,
     "1T": model_from_table("1T"),
 }
+#: The tensor-parallel schedule of Korthikanti et al.'s runs: Megatron-LM's of 2022, the
+#: one :mod:`scaleout.compute.validation` prices their Table 4 with. (calculon's
+#: transcription sets ``"tensor_par_overlap": "none"``; the paper and Megatron-LM's code of
+#: the time overlap the backward collectives: see :data:`scaleout.overlap.MEGATRON_2022`.)
+K5_TP = OV.MEGATRON_2022
 _K5 = (  # model, t, p, GPUs, B, micro-batch, v, full-recompute s, selective+SP s
     ("22B", 8, 1, 8, 4, 4, 1, 1.42, 1.10),
     ("175B", 8, 8, 64, 64, 1, 3, 18.13, 13.75),
@@ -195,15 +199,15 @@ def _korthikanti() -> list[Run]:
     for name, t, p, n, batch, b, v, full_s, present_s in _K5:
         model = KORTHIKANTI_MODELS[name]
         for rec, sp, seconds in (("full", False, full_s), ("selective", True, present_s)):
-            # calculon's transcription: "tensor_par_overlap": "none", and with sequence
-            # parallelism "seq_par_ag_redo": true (the input all-gathered again, exposed)
-            plan = Plan(t, p, 1, b, v, recompute=rec, sp=sp, overlap="none",
+            # the TP schedule of 2022's Megatron-LM, the one chapter 14 prices their
+            # Table 4 with (overlap.MEGATRON_2022); v from calculon's transcription
+            plan = Plan(t, p, 1, b, v, recompute=rec, sp=sp, overlap=K5_TP.overlap,
                         precision="megatron-bf16", flash=False,
-                        regather=True if sp else None)  # fmt: skip
+                        regather=K5_TP.regather(sp) if sp else None)  # fmt: skip
             out.append(Run(f"K5 {name} {rec}", model, _selene(n), batch, plan, seconds,
                            "seconds", "held-out", f"Korthikanti Table 5, {name}",
-                           "korthikanti2022reducing Tables 3 and 5; calculonvalidation "
-                           "(v, no TP overlap, SP's input re-gathered)"))  # fmt: skip
+                           "korthikanti2022reducing Tables 3 and 5; v: calculonvalidation; "
+                           "TP overlap and SP re-gather: overlap.MEGATRON_2022"))  # fmt: skip
     return out
 
 
@@ -365,25 +369,29 @@ def _golden(f, lo: float, hi: float, iters: int = 48) -> float:
     return (a + b) / 2
 
 
-def calibration(generation: str) -> float:
+def calibration(generation: str, non_gemm: bool = False) -> float:
     """The compute-time multiplier of GPU ``generation`` ("A100" / "H100") fitted on the
-    runs marked ``fit`` of that generation (see the module docstring)."""
-    return _calibration(checks.choice("generation", generation, ("A100", "H100")))
+    runs marked ``fit`` of that generation (see the module docstring); ``non_gemm``: with
+    the memory-bound work of :mod:`scaleout.planner.non_gemm` (off by default, as in
+    :func:`~scaleout.planner.step.predict`)."""
+    generation = checks.choice("generation", generation, ("A100", "H100"))
+    return _calibration(generation, checks.boolean("non_gemm", non_gemm))
 
 
 @functools.lru_cache(maxsize=8)
-def _calibration(generation: str) -> float:
+def _calibration(generation: str, non_gemm: bool = False) -> float:
     fit = [r for r in runs() if r.split == "fit" and r.cluster.generation == generation]
 
     def loss(k):
-        return sum(math.log(_predict(r, k).step_s / r.measured_step_s) ** 2 for r in fit)
+        return sum(math.log(_predict(r, k, non_gemm).step_s / r.measured_step_s) ** 2
+                   for r in fit)  # fmt: skip
 
     return _golden(loss, 0.5, 4.0)
 
 
-def _predict(run: Run, k: float) -> Prediction:
+def _predict(run: Run, k: float, non_gemm: bool = False) -> Prediction:
     return predict(run.model, run.cluster, run.batch, run.plan, calibration=k,
-                   usable_fraction=1.0)  # fmt: skip
+                   usable_fraction=1.0, non_gemm=non_gemm)  # fmt: skip
 
 
 @dataclass(frozen=True)
@@ -417,18 +425,24 @@ class Row:
         return min(errs), max(errs)
 
 
-@functools.lru_cache(maxsize=1)
-def validation() -> tuple[Row, ...]:
-    """Every run priced with its generation's calibration (and its alternatives)."""
+def validation(non_gemm: bool = False) -> tuple[Row, ...]:
+    """Every run priced with its generation's calibration (and its alternatives);
+    ``non_gemm=True``: with :mod:`scaleout.planner.non_gemm`'s work, the calibration
+    refitted with it."""
+    return _validation(checks.boolean("non_gemm", non_gemm))
+
+
+@functools.lru_cache(maxsize=2)
+def _validation(non_gemm: bool) -> tuple[Row, ...]:
     out = []
     for r in runs():
-        k = calibration(r.cluster.generation)
-        pred = _predict(r, k)
+        k = calibration(r.cluster.generation, non_gemm)
+        pred = _predict(r, k, non_gemm)
         meas = r.measured_step_s
         errors = [pred.step_s / meas - 1.0]
         for alt in r.alternatives:
             alt_step = predict(r.model, r.cluster, r.batch, alt, calibration=k,
-                               usable_fraction=1.0).step_s  # fmt: skip
+                               usable_fraction=1.0, non_gemm=non_gemm).step_s  # fmt: skip
             errors.append(alt_step / meas - 1.0)
         out.append(Row(r, meas, pred.step_s, errors[0], pred, tuple(errors)))
     return tuple(out)
@@ -549,10 +563,14 @@ def _rho(predicted_s, rows) -> float:
     return spearman(x, [flops_per_gpu(r.run, r.measured_s) for r in rows])
 
 
-@functools.lru_cache(maxsize=1)
-def summary() -> Summary:
-    """Error and skill of :func:`validation` (see :class:`Summary`)."""
-    rows = validation()
+def summary(non_gemm: bool = False) -> Summary:
+    """Error and skill of :func:`validation` (see :class:`Summary`); ``non_gemm`` as there."""
+    return _summary(checks.boolean("non_gemm", non_gemm))
+
+
+@functools.lru_cache(maxsize=2)
+def _summary(non_gemm: bool) -> Summary:
+    rows = validation(non_gemm)
     held = [r for r in rows if r.run.split == "held-out"]
     groups = {}
     for g in GROUPS:
@@ -562,7 +580,52 @@ def summary() -> Summary:
     fit = np.array([abs(r.error) for r in rows if r.run.split == "fit"])
     rank = {name: _rho([x.predicted_s for x in rs], rs) for name, rs in _sweeps(rows).items()}
     return Summary(groups, float(np.median(fit)), rank,
-                   {g: calibration(g) for g in ("A100", "H100")})  # fmt: skip
+                   {g: calibration(g, non_gemm) for g in ("A100", "H100")})  # fmt: skip
+
+
+#: Hidden size below which :func:`errors_by_size` counts a model as small (the 1.7B to
+#: 22B models of the tables and the 5.9B model of Figures 14 and 15; 39.1B and up are large).
+SMALL_HIDDEN = 8192
+
+
+@dataclass(frozen=True)
+class SizeErrors:
+    """Held-out errors of the models below :data:`SMALL_HIDDEN` (``small``) and the
+    others (``large``), each an :class:`Errors` with its median signed error
+    (``small_bias``, ``large_bias``: below 0, predicted too fast), and Spearman's rho of
+    predicted against measured FLOP/s per GPU over each group (``small_rho``,
+    ``large_rho``)."""
+
+    small: Errors
+    large: Errors
+    small_bias: float
+    large_bias: float
+    small_rho: float
+    large_rho: float
+
+    def __post_init__(self):
+        for name in ("small", "large"):
+            checks.instance(name, getattr(self, name), Errors)
+        for name in ("small_bias", "large_bias"):
+            checks.real(name, getattr(self, name), -1.0, 1e6)
+        for name in ("small_rho", "large_rho"):
+            checks.real(name, getattr(self, name), -1.0, 1.0)
+
+
+def errors_by_size(non_gemm: bool = False) -> SizeErrors:
+    """:class:`SizeErrors` of :func:`validation` (``non_gemm`` as there)."""
+    rows = [r for r in validation(checks.boolean("non_gemm", non_gemm))
+            if r.run.split == "held-out"]  # fmt: skip
+    out = {}
+    for name, sel in (
+        ("small", [r for r in rows if r.run.model.hidden < SMALL_HIDDEN]),
+        ("large", [r for r in rows if r.run.model.hidden >= SMALL_HIDDEN]),
+    ):
+        x = [flops_per_gpu(r.run, r.predicted_s) for r in sel]
+        y = [flops_per_gpu(r.run, r.measured_s) for r in sel]
+        out[name] = (errors_of(sel), float(np.median([r.error for r in sel])), spearman(x, y))
+    (s, sb, sr), (lg, lb, lr) = out["small"], out["large"]
+    return SizeErrors(s, lg, sb, lb, sr, lr)
 
 
 def executed_flops(run: Run) -> float:
@@ -571,180 +634,16 @@ def executed_flops(run: Run) -> float:
     return float(run.model.flops(run.batch, run.plan.recompute))
 
 
-def baseline_seconds(run: Run, rate: float, bubble: bool) -> float:
-    """A baseline's step: the executed FLOPs at ``rate`` FLOP/s per GPU, times
-    ``1 + (p-1)/(v m)`` (the pipeline bubble, :func:`scaleout.pipeline.bubble_closed_form`)
-    when ``bubble``."""
-    checks.instance("run", run, Run)
-    rate = checks.real("rate", rate, 1e9, 1e17)
-    bubble = checks.boolean("bubble", bubble)
-    step = executed_flops(run) / run.cluster.gpus / rate
-    if bubble and run.plan.p > 1:
-        m = run.batch // (run.plan.d * run.plan.b)
-        name = "interleaved" if run.plan.v > 1 else "1f1b"
-        step *= 1.0 + float(PP.bubble_closed_form(name, run.plan.p, m, run.plan.v))
-    return checks.finite_result("baseline seconds", step)
-
-
-@dataclass(frozen=True)
-class Baseline:
-    """A baseline fitted as the planner is (one rate per GPU generation, least squares on
-    the log error over the runs marked ``fit``): ``name``, ``rates`` (generation ->
-    FLOP/s per GPU), its held-out :class:`Errors`, ``rank`` (sweep -> Spearman's rho,
-    NaN where it predicts a tie), and ``groups``: its held-out :class:`Errors` per group of
-    :data:`GROUPS`, as :class:`Summary` reports the planner's."""
-
-    name: str
-    rates: dict
-    held_out: Errors
-    rank: dict
-    groups: dict = field(default_factory=dict)
-
-    def __post_init__(self):
-        checks.text("name", self.name, 80)
-        for name in ("rates", "rank"):
-            if not isinstance(getattr(self, name), dict):
-                raise checks.fail(name, "a dict", getattr(self, name))
-        for key, x in self.rates.items():
-            checks.real(f"rates[{key!r}]", x, 1e9, 1e17)
-        checks.instance("held_out", self.held_out, Errors)
-        if not isinstance(self.groups, dict) or not set(self.groups) <= set(GROUPS):
-            raise checks.fail("groups", f"a dict of groups from {GROUPS} -> Errors",
-                              self.groups)  # fmt: skip
-        for e in self.groups.values():
-            checks.instance("groups", e, Errors)
-        for key, x in self.rank.items():
-            if not (isinstance(x, float) and math.isnan(x)):
-                checks.real(f"rank[{key!r}]", x, -1.0, 1.0)
-
-
-#: The baselines :func:`baselines` fits: a constant rate, and a rate with the bubble.
-BASELINES = {"constant rate": False, "rate and bubble": True}
-
-
-@functools.lru_cache(maxsize=1)
-def baselines() -> tuple[Baseline, ...]:
-    """The two baselines of :data:`BASELINES`, fitted and scored like the planner."""
-    rows = validation()
-    out = []
-    for name, bubble in BASELINES.items():
-        rates = {}
-        for g in ("A100", "H100"):
-            fit = [r for r in rows if r.run.split == "fit" and r.run.cluster.generation == g]
-            logs = [math.log(baseline_seconds(r.run, 1e12, bubble) * 1e12 / r.measured_s)
-                    for r in fit]  # fmt: skip
-            rates[g] = math.exp(sum(logs) / len(logs))
-        priced = []
-        for r in rows:
-            step = baseline_seconds(r.run, rates[r.run.cluster.generation], bubble)
-            errs = [step / r.measured_s - 1.0]
-            for alt in r.run.alternatives:
-                alt_run = dataclasses.replace(r.run, plan=alt, alternatives=(), assumed="-")
-                errs.append(baseline_seconds(alt_run, rates[r.run.cluster.generation],
-                                             bubble) / r.measured_s - 1.0)  # fmt: skip
-            priced.append(Row(r.run, r.measured_s, step, errs[0], r.prediction, tuple(errs)))
-        held_rows = [x for x in priced if x.run.split == "held-out"]
-        groups = {}
-        for g in GROUPS:
-            sel = [x for x in held_rows if _in_group(x.run, g)]
-            if sel:
-                groups[g] = errors_of(sel)
-        rank = {sw: _rho([x.predicted_s for x in rs], rs) for sw, rs in _sweeps(priced).items()}
-        out.append(Baseline(name, rates, groups["all"], rank, groups))
-    return tuple(out)
-
-
-def rank_by_params(sweep: str = "Narayanan Table 1") -> float:
-    """Spearman's rho of the parameter count against the measured FLOP/s per GPU over
-    the runs of ``sweep``: the skill of knowing nothing but the model's size."""
-    sweeps = _sweeps(validation())
-    checks.choice("sweep", sweep, tuple(sweeps))
-    rs = sweeps[sweep]
-    sizes = [r.run.model.params for r in rs]
-    if max(sizes) == min(sizes):
-        return float("nan")
-    return spearman(sizes, [flops_per_gpu(r.run, r.measured_s) for r in rs])
-
-
-@dataclass(frozen=True)
-class SweepResult:
-    """One sweep of Narayanan et al.'s figures (one model, batch and GPU count, the plan
-    varied): ``rho`` of the planner and ``rho_bubble`` of the rate-and-bubble baseline,
-    the measured best run and the planner's, and ``gap``: how much slower the planner
-    predicts the measured best than its own best (0 when they are the same run)."""
-
-    sweep: str
-    n: int
-    rho: float
-    rho_bubble: float
-    measured_best: str
-    predicted_best: str
-    gap: float
-
-    def __post_init__(self):
-        checks.text("sweep", self.sweep, 80)
-        checks.integer("n", self.n, 3, 64)
-        checks.real("rho", self.rho, -1.0, 1.0)
-        if not (isinstance(self.rho_bubble, float) and math.isnan(self.rho_bubble)):
-            checks.real("rho_bubble", self.rho_bubble, -1.0, 1.0)
-        checks.text("measured_best", self.measured_best, 60)
-        checks.text("predicted_best", self.predicted_best, 60)
-        checks.real("gap", self.gap, 0.0, 1e6)
-
-    @property
-    def match(self) -> bool:
-        return self.measured_best == self.predicted_best
-
-
-def figure_sweeps() -> tuple[SweepResult, ...]:
-    """:class:`SweepResult` of every sweep of Narayanan et al.'s Figures 13-16."""
-    bubble = {b.name: b for b in baselines()}["rate and bubble"]
-    out = []
-    for name, rs in _sweeps(validation()).items():
-        if not name.startswith("Narayanan Fig."):
-            continue
-        best_m = min(rs, key=lambda r: r.measured_s)
-        best_p = min(rs, key=lambda r: r.predicted_s)
-        out.append(SweepResult(name, len(rs), summary().rank[name], bubble.rank[name],
-                               best_m.run.key, best_p.run.key,
-                               best_m.predicted_s / best_p.predicted_s - 1.0))  # fmt: skip
-    return tuple(out)
-
-
-@dataclass(frozen=True)
-class BestPlan:
-    """For one Table 1 row: the planner's best plan in the run's software, and how much
-    slower the published plan is predicted to be (``gap`` = published / best - 1)."""
-
-    run: Run
-    best: Prediction
-    published: Prediction
-    gap: float
-
-    def __post_init__(self):
-        checks.instance("run", self.run, Run)
-        checks.instance("best", self.best, Prediction)
-        checks.instance("published", self.published, Prediction)
-        checks.real("gap", self.gap, -1.0, 1e6)
-
-
-def table1_best(free_recompute: bool = False) -> tuple[BestPlan, ...]:
-    """The planner's best plan for every Table 1 setting (model, GPUs, batch), searching
-    t, p, d, b and v with the run's software (no ZeRO, no SP, fp16, no FlashAttention,
-    its DDP) and its full recomputation, or any recomputation (``free_recompute``)."""
-    return _table1_best(checks.boolean("free_recompute", free_recompute))
-
-
-@functools.lru_cache(maxsize=2)
-def _table1_best(free: bool) -> tuple[BestPlan, ...]:
-    k = calibration("A100")
-    out = []
-    for r in runs()[: len(_T1)]:
-        space = Space(max_microbatch=16, vs=(1, 2, 3, 4, 5), zero_stages=(0,),
-                      recompute=RECOMPUTE if free else ("full",), sps=(False,),
-                      overlap="none", dp_overlap=r.plan.dp_overlap,
-                      precision="megatron-fp16", flash=False)  # fmt: skip
-        best = search(r.model, r.cluster, r.batch, space, calibration=k, usable_fraction=1.0)[0]
-        pub = _predict(r, k)
-        out.append(BestPlan(r, best, pub, pub.step_s / best.step_s - 1.0))
-    return tuple(out)
+# Re-exported: the baselines and the skill on choices live in :mod:`scaleout.planner.baselines`
+# (imported last: it builds on the names above).
+from .baselines import (  # noqa: E402, F401  (re-exported: chapters and tests import them here)
+    BASELINES,
+    Baseline,
+    BestPlan,
+    SweepResult,
+    baseline_seconds,
+    baselines,
+    figure_sweeps,
+    rank_by_params,
+    table1_best,
+)

@@ -4,8 +4,10 @@
 (t, p, d, micro-batch b, v chunks, ZeRO stage, recomputation, sequence parallelism, TP
 overlap, DP overlap, the memory accounting, FlashAttention):
 
-* per layer and micro-batch, compute (:mod:`scaleout.planner.compute_term`, multiplied
-  by the GPU generation's calibration ``k``) plus the exposed TP communication
+* per layer and micro-batch, compute (:mod:`scaleout.planner.compute_term`, and with
+  ``non_gemm`` the memory-bound work it leaves out, :mod:`scaleout.planner.non_gemm`: bias
+  gradients, gradient accumulation, the embedding; all multiplied by the GPU
+  generation's calibration ``k``) plus the exposed TP communication
   (:func:`scaleout.planner.comm.tp_exposed`; full recomputation repeats the forward's);
 * a stage runs ``l/p`` layers; the last one also the output layer and the loss; each
   micro-batch crosses ``v`` chunk boundaries each way (:func:`~scaleout.planner.comm.pp_seconds`);
@@ -15,7 +17,8 @@ overlap, DP overlap, the memory accounting, FlashAttention):
 * then the exposed DP traffic (:func:`~scaleout.planner.comm.dp_exposed`; ZeRO-3's
   all-gathers repeat per micro-batch, prefetched one layer ahead, each pass its own
   pipeline of the stage's layers as in chapter 6: :func:`scaleout.memory.zero3_exposed_seconds`)
-  and the optimizer step.
+  and the optimizer step (Adam, and with ``non_gemm`` the per-step gradient passes of
+  :mod:`~scaleout.planner.non_gemm`).
 
 Memory (the first stage, which holds the most micro-batches, or the last, which holds the
 logits): :func:`scaleout.memory.model_state_bytes` with the run's accounting
@@ -43,10 +46,10 @@ from .. import transformer as TF
 from . import comm as C
 from .compute_term import layer_times, logits_seconds, optimizer_seconds
 from .model import RECOMPUTE, Cluster, Model
+from .non_gemm import GRAD_BYTES, non_gemm_seconds
 
 OVERLAPS = ("none", "megatron", "pipelined")
 PRECISIONS = ("mixed", "megatron-bf16", "megatron-fp16")
-GRAD_BYTES = {"mixed": 2, "megatron-bf16": 4, "megatron-fp16": 2}  # bytes reduced per param
 PARTS = ("compute", "bubble", "tp", "pp", "dp", "optimizer")
 MAX_V = 64
 
@@ -272,14 +275,19 @@ def memory_many(model: Model, plans, ms) -> np.ndarray:
 
 
 def predict(model: Model, cluster: Cluster, global_batch: int, plan: Plan, *,
-            calibration: float = 1.0, usable_fraction: float = 0.95) -> Prediction:  # fmt: skip
+            calibration: float = 1.0, usable_fraction: float = 0.95,
+            non_gemm: bool = False) -> Prediction:  # fmt: skip
     """The step of ``plan`` for ``model`` on ``cluster`` at ``global_batch`` sequences
-    (see the module docstring). ``calibration``: the multiplier on compute time of the
+    (see the module docstring). ``non_gemm``: add the memory-bound work the layer model
+    leaves out (:mod:`scaleout.planner.non_gemm`; off by default: chapter 15 reports what
+    it changes, and chapter 16's simulator prices the same parts as the default).
+    ``calibration``: the multiplier on compute time of the
     GPU generation (:func:`scaleout.planner.published.calibration`; 1 = the compute
     model as it is); a plan fits if its memory is at most ``usable_fraction`` of the GPU."""
     m = check_plan(model, cluster, global_batch, plan)
     k = checks.real("calibration", calibration, 0.1, 10.0)
     usable = checks.fraction("usable_fraction", usable_fraction, open_low=True)
+    non_gemm = checks.boolean("non_gemm", non_gemm)
     t, p, d, b, v = plan.t, plan.p, plan.d, plan.b, plan.v
     s, h = model.seq, model.hidden
     layers = stage_layers(model, p)
@@ -293,17 +301,26 @@ def predict(model: Model, cluster: Cluster, global_batch: int, plan: Plan, *,
     again = plan.recompute == "full"
     tp_mb = layers * (tp_f * (2 if again else 1) + tp_b)
     tp_hidden = layers * (tot_f * (2 if again else 1) + tot_b) - tp_mb
-    compute_mb = k * layers * (lt.forward + lt.backward + lt.recompute)
+    params = stage_params(model, p, t)
+    opt_params = params / (d if plan.zero >= 1 else 1)
+    extra = non_gemm_seconds(model, cluster, b, t, plan.sp, plan.precision, params, opt_params)
+    if not non_gemm:
+        extra = dict.fromkeys(extra, 0.0)
+    compute_mb = k * layers * (lt.forward + lt.backward + lt.recompute + extra["bias_per_layer"])
+    compute_mb += k * extra["accumulation"]
+    embed = k * extra["embedding"]
+    if p == 1:  # the one stage also embeds; with p > 1 the first stage does, not the last
+        compute_mb += embed
     logits = k * logits_seconds(model, cluster, b, t)
     pp_mb = 0.0
     if p > 1:
         pp_mb = 2 * v * C.pp_seconds(cluster, b, s, h, t, d, plan.sp, plan.scatter_gather)
     stage = compute_mb + tp_mb + pp_mb
-    mean = stage + logits / p  # the last stage (+ logits) is the slowest: m of it below
+    # the last stage (+ logits) is the slowest: m of it below; the mean has the embedding
+    mean = stage + (logits + (embed if p > 1 else 0.0)) / p
     name = "interleaved" if v > 1 else "1f1b"
     bubble = PP.bubble_closed_form(name, p, m, v) * m * mean
     # Data parallelism and the optimizer.
-    params = stage_params(model, p, t)
     grads = params * GRAD_BYTES[plan.precision]
     dp = C.dp_seconds(cluster, t, d, plan.zero, grads, params * C.DTYPE)
     window = k * layers * (lt.backward + lt.recompute) + layers * tp_b
@@ -314,7 +331,7 @@ def predict(model: Model, cluster: Cluster, global_batch: int, plan: Plan, *,
     else:
         dp_comm = dp
         exposed = C.dp_exposed(dp, window, C.buckets(params, d), plan.dp_overlap)
-    opt = optimizer_seconds(params / (d if plan.zero >= 1 else 1), cluster)
+    opt = optimizer_seconds(opt_params, cluster) + extra["per_step"]
     parts = {"compute": m * (compute_mb + logits), "bubble": bubble, "tp": m * tp_mb,
              "pp": m * pp_mb, "dp": exposed, "optimizer": opt}  # fmt: skip
     step = checks.finite_result("step seconds", sum(parts.values()))
