@@ -317,7 +317,7 @@ def launch(
     """Run the demo under ``torchrun --standalone --nproc-per-node 2 --max-restarts 1`` in a
     subprocess, with a temporary checkpoint folder removed afterwards. The flags are checked
     first (ValueError). Each rank gets half of ``timeout_s`` per attempt: past it, it prints
-    every thread's stack and exits (:mod:`faulthandler`), so a hung rank fails the attempt
+    every thread's stack and exits (``faulthandler``), so a hung rank fails the attempt
     and says where it hung. On ``timeout_s`` torchrun and every worker it started (each in a
     session of its own) are killed and ``TimeoutError`` raised, so nothing is left running."""
     argv = [
