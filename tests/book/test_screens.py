@@ -279,6 +279,62 @@ def test_dark_mode_follows_the_os_and_every_control_reads(driver, site_url, page
     assert not bad, f"{page} in dark mode, under {MIN_CONTRAST}:1:\n" + "\n".join(bad[:20])
 
 
+FIGURE_COLOURS = """
+function rgba(c) {
+  const m = c.match(/rgba?\\(([^)]+)\\)/);
+  if (!m) return null;
+  const v = m[1].split(/[ ,\\/]+/).filter(Boolean).map(Number);
+  return [v[0], v[1], v[2], v.length > 3 ? v[3] : 1];
+}
+function lum([r, g, b]) {
+  const f = x => { x /= 255; return x <= 0.03928 ? x / 12.92 : ((x + 0.055) / 1.055) ** 2.4; };
+  return 0.2126 * f(r) + 0.7152 * f(g) + 0.0722 * f(b);
+}
+const out = [];
+for (const fig of document.querySelectorAll('.scaleout-figure')) {
+  if (fig.offsetParent === null) continue;
+  const svg = fig.querySelector('.main-svg');
+  const bg = rgba(getComputedStyle(svg).backgroundColor);
+  const title = fig.querySelector('.g-gtitle text') || fig.querySelector('.xtick text');
+  const fg = title && rgba(getComputedStyle(title).fill);
+  const ratio = fg ? (Math.max(lum(fg), lum(bg)) + 0.05) / (Math.min(lum(fg), lum(bg)) + 0.05)
+    : null;
+  out.push([fig.id, lum(bg), ratio, fig.dataset.theme]);
+}
+return out;
+"""
+FIGURE_PAGES = [
+    "chapters/01_collectives",
+    "chapters/05_pipeline_parallel",
+    "chapters/13_congestion",
+]
+
+
+@pytest.mark.parametrize("page", FIGURE_PAGES)
+def test_dark_mode_figures_are_dark_with_readable_titles(driver, site_url, page):
+    """In dark mode every figure's paper is dark (luminance under 0.05, as the theme's page)
+    and its title (else its first tick label) reads at 4.5:1 or more; switching the theme redraws it light."""
+    screen(driver, *DESKTOP, dark=True)
+    driver.get(f"{site_url}/{page}.html")
+    driver.execute_script("localStorage.removeItem('mode'); localStorage.removeItem('theme');")
+    load(driver, f"{site_url}/{page}.html")
+    figures = driver.execute_script(FIGURE_COLOURS)
+    assert figures, f"{page}: no figure drawn"
+    bad = [f for f in figures if f[1] > 0.05 or f[2] is None or f[2] < MIN_CONTRAST]
+    assert not bad, f"{page} in dark mode: [id, paper luminance, title contrast, theme] {bad}"
+    driver.execute_script("document.documentElement.dataset.theme = 'light'")
+    wait_for(
+        driver,
+        "return [...document.querySelectorAll('.scaleout-figure')].filter(f => f.offsetParent)"
+        ".every(f => f.dataset.theme === 'light' && f.dataset.laidOut)",
+        20,
+        "the figures to redraw in the light theme",
+    )
+    light = driver.execute_script(FIGURE_COLOURS)
+    bad = [f for f in light if f[1] < 0.9 or f[2] is None or f[2] < MIN_CONTRAST]
+    assert not bad, f"{page} switched to light: [id, paper luminance, title contrast] {bad}"
+
+
 @pytest.mark.parametrize("page", pages_with('class="scaleout-explorer"') or ["<none>"])
 def test_first_explorer_control_within_40_tab_presses(driver, site_url, page):
     """From the top of the page, Tab; a skip link met on the way is followed (Enter), as a
