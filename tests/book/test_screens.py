@@ -372,6 +372,50 @@ def test_first_explorer_control_within_40_tab_presses(driver, site_url, page):
     )
 
 
+TAB_STOPS = """
+// The page's tab sequence (tabindex >= 0, shown, enabled), in document order, up to the first
+// explorer control; each stop with what it is.
+const stops = [];
+const all = document.querySelectorAll(
+  'a[href], button, input, select, textarea, summary, [tabindex], mjx-container');
+for (const el of all) {
+  if (el.tabIndex < 0 || el.disabled) continue;
+  const r = el.getBoundingClientRect();
+  const s = getComputedStyle(el);
+  if ((r.width === 0 && r.height === 0) || s.visibility === 'hidden') continue;
+  if (el.classList.contains('scaleout-control-input')) return [stops, true];
+  const scrolls = el.scrollWidth > el.clientWidth + 1 || el.scrollHeight > el.clientHeight + 1;
+  stops.push({tag: el.tagName, cls: String(el.className).slice(0, 40),
+    text: (el.textContent || '').trim().slice(0, 30), scrolls: scrolls,
+    formula: !!el.closest('mjx-container, .MathJax'), modebar: !!el.closest('.modebar')});
+}
+return [stops, false];
+"""
+KINDS = {"A", "BUTTON", "SUMMARY", "INPUT", "SELECT"}
+
+
+@pytest.mark.parametrize("page", pages_with('class="scaleout-explorer"') or ["<none>"])
+def test_every_tab_stop_before_the_first_explorer_does_something(driver, site_url, page):
+    """Without the skip links, every Tab stop before the first explorer control is a link, a
+    button, a control, a folded-cell toggle or a region that scrolls (reachable by keyboard as
+    WCAG 2.1.1 asks): no mode-bar button, no formula or code box that does not scroll. Prints
+    the count (the 40-press target is met through the skip link: see
+    test_first_explorer_control_within_40_tab_presses)."""
+    assert page != "<none>", "no page of the built book holds an explorer"
+    screen(driver, *DESKTOP)
+    load(driver, f"{site_url}/{page}.html")
+    wait_for(driver, "return document.querySelector('.scaleout-control-input')", 20, "controls")
+    stops, found = driver.execute_script(TAB_STOPS)
+    assert found, f"{page}: no explorer control in the tab sequence"
+    idle = [s for s in stops if s["modebar"] or (s["tag"] not in KINDS and not s["scrolls"])]
+    kinds = {}
+    for s in stops:
+        key = "scrolling box" if s["tag"] not in KINDS else s["tag"]
+        kinds[key] = kinds.get(key, 0) + 1
+    print(f"{page}: {len(stops)} tab stops before the first explorer control {kinds}")
+    assert not idle, f"{page}: {len(idle)} tab stops that do nothing: {idle[:8]}"
+
+
 @pytest.mark.parametrize("page", pages_with('class="scaleout-choice"')[:3] or ["<none>"])
 def test_figure_switches_are_one_tab_stop_moved_by_arrow_keys(driver, site_url, page):
     from selenium.webdriver.common.keys import Keys

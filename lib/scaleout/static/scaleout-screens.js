@@ -646,6 +646,22 @@
         box.setAttribute("tabindex", "0"); // scrollable by keyboard
         box.setAttribute("role", "region");
         box.setAttribute("aria-label", "wide content, scrolls sideways");
+        box.dataset.scaleoutTab = "1";
+      } else if (!wide && box.dataset.scaleoutTab) { // narrower no more: no idle tab stop
+        box.removeAttribute("tabindex");
+        box.removeAttribute("role");
+        box.removeAttribute("aria-label");
+        delete box.dataset.scaleoutTab;
+      }
+    });
+    // Code and output boxes: a tab stop only while they scroll (the theme makes every box
+    // that overflowed at load one, and some no longer do once the page is laid out).
+    document.querySelectorAll(".bd-article pre").forEach(function (pre) {
+      var scrolls = pre.scrollWidth > pre.clientWidth + 2 || pre.scrollHeight > pre.clientHeight + 2;
+      if (scrolls && !pre.hasAttribute("tabindex")) {
+        pre.setAttribute("tabindex", "0");
+      } else if (!scrolls && pre.getAttribute("tabindex") === "0") {
+        pre.removeAttribute("tabindex");
       }
     });
   }
@@ -751,6 +767,11 @@
     if (window.MathJax && window.MathJax.startup && window.MathJax.startup.promise) {
       window.MathJax.startup.promise.then(markScrollers);
     }
+    // After the theme's own pass (it makes boxes that overflow at load tab stops) and once
+    // the fonts are in (a box may stop overflowing then).
+    setTimeout(markScrollers, 0);
+    window.addEventListener("load", function () { setTimeout(markScrollers, 0); });
+    if (document.fonts && document.fonts.ready) { document.fonts.ready.then(markScrollers); }
     setTimeout(markScrollers, 1500);
     window.addEventListener("resize", markScrollers);
   }
