@@ -5,10 +5,11 @@ The code keys links, systems, schedules and collectives by short identifiers
 ("NVLink 4 (H100)", "DGX H100", "ZB-H1", "all-reduce"), and a one-letter symbol with a
 one-letter index (``E_p``, ``t_f``) as a subscript (plotly's ``<sub>`` markup).
 
-:func:`label` names one identifier; :func:`labels` rewrites every identifier inside a text;
-:func:`relabel_spec` applies it to the text a figure shows (trace names and text, titles,
-axis and legend titles, tick labels, annotations, slider and button labels).
-:func:`scaleout.viz.render.figure_spec` calls it, so every figure the book stores (in the
+:func:`scaleout.viz.label` names one identifier; :func:`scaleout.viz.labels` rewrites every
+identifier inside a text; :func:`relabel_spec` applies it to the text a figure shows (trace
+names and text, titles, axis and legend titles, tick labels, annotations, slider and button
+labels).
+:func:`scaleout.viz.figure_spec` calls it, so every figure the book stores (in the
 HTML and in JupyterLab alike) carries readable text while identifiers stay in the code.
 """
 
@@ -52,8 +53,8 @@ HUMAN = {
 _KEYS = sorted(HUMAN, key=len, reverse=True)
 _IDENTIFIER = re.compile(r"(?<![\w./-])(" + "|".join(map(re.escape, _KEYS)) + r")(?![\w/-])")
 _SUBSCRIPT = re.compile(r"(?<![\w<>/])([A-Za-z])_([a-z])(?![\w])")
-#: Most characters of one text :func:`labels` rewrites (longer text is returned unchanged
-#: after a check: no figure shows a page of text).
+#: Most characters of one text :func:`scaleout.viz.labels` rewrites (longer text is a
+#: ValueError: no figure shows a page of text).
 MAX_TEXT = 100_000
 
 
@@ -104,7 +105,8 @@ def _relabel(node, key, depth):
 
 def relabel_spec(spec: dict) -> dict:
     """A copy of a figure's JSON data (``{"data", "layout", "frames"}``) whose shown text
-    reads as :func:`labels` writes it. Frame names (which slider steps refer to) are kept."""
+    reads as :func:`scaleout.viz.labels` writes it. Frame names (which slider steps refer
+    to) are kept."""
     checks.instance("spec", spec, dict)
     out = dict(spec)
     for part in ("data", "layout"):
