@@ -19,8 +19,8 @@ import re
 
 from .. import checks
 
-#: Identifier -> the reader's name. Sources of the names: NVIDIA's product names (NVLink
-#: generations, DGX/HGX systems), the papers' own spelling of each algorithm or schedule.
+#: The reader's name of each identifier, as NVIDIA names its products (NVLink generations,
+#: DGX and HGX systems) and as the papers spell each algorithm or schedule.
 HUMAN = {
     "nvlink1-p100": "NVLink 1 (P100)",
     "nvlink2-v100": "NVLink 2 (V100)",
