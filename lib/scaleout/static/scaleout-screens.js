@@ -470,6 +470,24 @@
         update.height = Math.ceil(H + overlap);
         changed = true;
       }
+    } else if (legend && lg && lg.yref !== "container" && lg.y < 0 && size.h > 0) {
+      // A legend the figure placed below its plot (paper y < 0): moved down, and the figure
+      // grown by as much, where the x axis' labels or title reach into it.
+      var lb = legend.getBoundingClientRect();
+      var low = size.t + size.h;
+      gd.querySelectorAll(".xtick text, .g-xtitle text").forEach(function (el) {
+        var r = el.getBoundingClientRect();
+        if (r.height > 0 && r.width > 0 && r.left < lb.right && lb.left < r.right) {
+          low = Math.max(low, r.bottom - box.top);
+        }
+      });
+      var over = low + 6 - (lb.top - box.top);
+      if (over > 0) {
+        update["legend.y"] = lg.y - over / size.h;
+        update["margin.b"] = Math.ceil(size.b + over);
+        update.height = Math.ceil(H + over);
+        changed = true;
+      }
     }
     var t2 = update["margin.t"] || size.t, b2 = update["margin.b"] || size.b;
     var h2 = update.height || H;
