@@ -160,15 +160,15 @@ for (const fig of document.querySelectorAll('.scaleout-figure')) {
       out.push(`${fig.id}: ${what} "${el.textContent.slice(0, 40)}" meets the mode bar`);
     }
   }
-  // A legend clear of the x axis' title and tick labels.
+  // A legend clear of the x axis' title and tick labels, and of a slider.
   for (const lg of fig.querySelectorAll('.legend')) {
     if (!shown(lg)) continue;
     const lb = lg.getBoundingClientRect();
-    for (const t of fig.querySelectorAll('.g-xtitle text, .xtick text')) {
+    for (const t of fig.querySelectorAll('.g-xtitle text, .xtick text, .slider-container')) {
       if (!shown(t) || !t.textContent.trim()) continue;
       const r = t.getBoundingClientRect();
       if (meets(r, lb)) {
-        out.push(`${fig.id}: legend meets the x axis' "${t.textContent.slice(0, 30)}"`);
+        out.push(`${fig.id}: legend meets the x axis' or slider's "${t.textContent.slice(0, 30)}"`);
         break;
       }
     }

@@ -472,12 +472,14 @@
       }
     } else if (legend && lg && lg.yref !== "container" && lg.y < 0 && size.h > 0) {
       // A legend the figure placed below its plot (paper y < 0): moved down, and the figure
-      // grown by as much, where the x axis' labels or title reach into it.
+      // grown by as much, where the x axis' labels or title, or a slider, reach into it.
       var lb = legend.getBoundingClientRect();
       var low = size.t + size.h;
-      gd.querySelectorAll(".xtick text, .g-xtitle text").forEach(function (el) {
+      gd.querySelectorAll(".xtick text, .g-xtitle text, .slider-container, .updatemenu-container")
+        .forEach(function (el) {
         var r = el.getBoundingClientRect();
-        if (r.height > 0 && r.width > 0 && r.left < lb.right && lb.left < r.right) {
+        if (r.height > 0 && r.width > 0 && r.left < lb.right && lb.left < r.right &&
+          r.top < lb.bottom) {
           low = Math.max(low, r.bottom - box.top);
         }
       });
