@@ -38,6 +38,7 @@ import ipywidgets as W
 import plotly.graph_objects as go
 
 from . import checks
+from .viz.names import labels
 from .viz.render import (
     CONFIG,
     FigureOutput,
@@ -91,6 +92,19 @@ def _options(control: W.ValueWidget) -> list[tuple[str, object]]:
         f"supports {', '.join(c.__name__ for c in (*_SELECTION, W.IntSlider, W.FloatSlider))}"
         ", Checkbox and ToggleButton"
     )
+
+
+def _readable_options(control: W.ValueWidget) -> None:
+    """A choice's options shown by the reader's names (``"nvlink4-h100"`` reads "NVLink 4
+    (H100)"); the values the control gives ``make_figure`` stay the code's identifiers."""
+    if not isinstance(control, _SELECTION):
+        return
+    pairs = list(zip(control._options_labels, control._options_values, strict=True))
+    readable = [(labels(str(lab), subscripts=False), value) for lab, value in pairs]
+    if readable != [(str(lab), value) for lab, value in pairs]:
+        value = control.value
+        control.options = readable
+        control.value = value
 
 
 def _label_of(options: list[tuple[str, object]], value) -> str:
@@ -203,6 +217,8 @@ class Explorer:
         if not callable(make_figure):
             raise ValueError("make_figure must be callable as make_figure(**values)")
         self.controls = dict(controls)
+        for control in self.controls.values():
+            _readable_options(control)
         self.make_figure = make_figure
         self.static_options = self._static_options(static or {})
         self.output = W.Output()

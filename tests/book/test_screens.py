@@ -160,6 +160,19 @@ for (const fig of document.querySelectorAll('.scaleout-figure')) {
       out.push(`${fig.id}: ${what} "${el.textContent.slice(0, 40)}" meets the mode bar`);
     }
   }
+  // A legend clear of the x axis' title and tick labels, and of a slider.
+  for (const lg of fig.querySelectorAll('.legend')) {
+    if (!shown(lg)) continue;
+    const lb = lg.getBoundingClientRect();
+    for (const t of fig.querySelectorAll('.g-xtitle text, .xtick text, .slider-container')) {
+      if (!shown(t) || !t.textContent.trim()) continue;
+      const r = t.getBoundingClientRect();
+      if (meets(r, lb)) {
+        out.push(`${fig.id}: legend meets the x axis' or slider's "${t.textContent.slice(0, 30)}"`);
+        break;
+      }
+    }
+  }
   for (const t of fig.querySelectorAll('text')) {
     if (!t.textContent.trim() || !shown(t) || t.closest('.hoverlayer')) continue;
     const size = parseFloat(getComputedStyle(t).fontSize);
@@ -279,6 +292,59 @@ def test_dark_mode_follows_the_os_and_every_control_reads(driver, site_url, page
     assert not bad, f"{page} in dark mode, under {MIN_CONTRAST}:1:\n" + "\n".join(bad[:20])
 
 
+FIGURE_COLOURS = """
+function rgba(c) {
+  const m = c.match(/rgba?\\(([^)]+)\\)/);
+  if (!m) return null;
+  const v = m[1].split(/[ ,\\/]+/).filter(Boolean).map(Number);
+  return [v[0], v[1], v[2], v.length > 3 ? v[3] : 1];
+}
+function lum([r, g, b]) {
+  const f = x => { x /= 255; return x <= 0.03928 ? x / 12.92 : ((x + 0.055) / 1.055) ** 2.4; };
+  return 0.2126 * f(r) + 0.7152 * f(g) + 0.0722 * f(b);
+}
+const out = [];
+for (const fig of document.querySelectorAll('.scaleout-figure')) {
+  if (fig.offsetParent === null) continue;
+  const svg = fig.querySelector('.main-svg');
+  const bg = rgba(getComputedStyle(svg).backgroundColor);
+  const title = fig.querySelector('.g-gtitle text') || fig.querySelector('.xtick text');
+  const fg = title && rgba(getComputedStyle(title).fill);
+  const ratio = fg ? (Math.max(lum(fg), lum(bg)) + 0.05) / (Math.min(lum(fg), lum(bg)) + 0.05)
+    : null;
+  out.push([fig.id, lum(bg), ratio, fig.dataset.theme]);
+}
+return out;
+"""
+
+
+@pytest.mark.parametrize("page", pages_with('class="scaleout-figure') or ["<no figures>"])
+def test_dark_mode_figures_are_dark_with_readable_titles(driver, site_url, page):
+    """In dark mode every figure's paper is dark (luminance under 0.05, as the theme's page)
+    and its title (else its first tick label) reads at 4.5:1 or more; switching the theme
+    redraws it light."""
+    assert page != "<no figures>", "no page of the built book holds a figure"
+    screen(driver, *DESKTOP, dark=True)
+    driver.get(f"{site_url}/{page}.html")
+    driver.execute_script("localStorage.removeItem('mode'); localStorage.removeItem('theme');")
+    load(driver, f"{site_url}/{page}.html")
+    figures = driver.execute_script(FIGURE_COLOURS)
+    assert figures, f"{page}: no figure drawn"
+    bad = [f for f in figures if f[1] > 0.05 or f[2] is None or f[2] < MIN_CONTRAST]
+    assert not bad, f"{page} in dark mode: [id, paper luminance, title contrast, theme] {bad}"
+    driver.execute_script("document.documentElement.dataset.theme = 'light'")
+    wait_for(
+        driver,
+        "return [...document.querySelectorAll('.scaleout-figure')].filter(f => f.offsetParent)"
+        ".every(f => f.dataset.theme === 'light' && f.dataset.laidOut)",
+        20,
+        "the figures to redraw in the light theme",
+    )
+    light = driver.execute_script(FIGURE_COLOURS)
+    bad = [f for f in light if f[1] < 0.9 or f[2] is None or f[2] < MIN_CONTRAST]
+    assert not bad, f"{page} switched to light: [id, paper luminance, title contrast] {bad}"
+
+
 @pytest.mark.parametrize("page", pages_with('class="scaleout-explorer"') or ["<none>"])
 def test_first_explorer_control_within_40_tab_presses(driver, site_url, page):
     """From the top of the page, Tab; a skip link met on the way is followed (Enter), as a
@@ -313,6 +379,50 @@ def test_first_explorer_control_within_40_tab_presses(driver, site_url, page):
         f"{page}: no explorer control after {MAX_TABS} Tab presses; the last stops were "
         + "; ".join(trail[-12:])
     )
+
+
+TAB_STOPS = """
+// The page's tab sequence (tabindex >= 0, shown, enabled), in document order, up to the first
+// explorer control; each stop with what it is.
+const stops = [];
+const all = document.querySelectorAll(
+  'a[href], button, input, select, textarea, summary, [tabindex], mjx-container');
+for (const el of all) {
+  if (el.tabIndex < 0 || el.disabled) continue;
+  const r = el.getBoundingClientRect();
+  const s = getComputedStyle(el);
+  if ((r.width === 0 && r.height === 0) || s.visibility === 'hidden') continue;
+  if (el.classList.contains('scaleout-control-input')) return [stops, true];
+  const scrolls = el.scrollWidth > el.clientWidth + 1 || el.scrollHeight > el.clientHeight + 1;
+  stops.push({tag: el.tagName, cls: String(el.className).slice(0, 40),
+    text: (el.textContent || '').trim().slice(0, 30), scrolls: scrolls,
+    formula: !!el.closest('mjx-container, .MathJax'), modebar: !!el.closest('.modebar')});
+}
+return [stops, false];
+"""
+KINDS = {"A", "BUTTON", "SUMMARY", "INPUT", "SELECT"}
+
+
+@pytest.mark.parametrize("page", pages_with('class="scaleout-explorer"') or ["<none>"])
+def test_every_tab_stop_before_the_first_explorer_does_something(driver, site_url, page):
+    """Without the skip links, every Tab stop before the first explorer control is a link, a
+    button, a control, a folded-cell toggle or a region that scrolls (reachable by keyboard as
+    WCAG 2.1.1 asks): no mode-bar button, no formula or code box that does not scroll. Prints
+    the count (the 40-press target is met through the skip link: see
+    test_first_explorer_control_within_40_tab_presses)."""
+    assert page != "<none>", "no page of the built book holds an explorer"
+    screen(driver, *DESKTOP)
+    load(driver, f"{site_url}/{page}.html")
+    wait_for(driver, "return document.querySelector('.scaleout-control-input')", 20, "controls")
+    stops, found = driver.execute_script(TAB_STOPS)
+    assert found, f"{page}: no explorer control in the tab sequence"
+    idle = [s for s in stops if s["modebar"] or (s["tag"] not in KINDS and not s["scrolls"])]
+    kinds = {}
+    for s in stops:
+        key = "scrolling box" if s["tag"] not in KINDS else s["tag"]
+        kinds[key] = kinds.get(key, 0) + 1
+    print(f"{page}: {len(stops)} tab stops before the first explorer control {kinds}")
+    assert not idle, f"{page}: {len(idle)} tab stops that do nothing: {idle[:8]}"
 
 
 @pytest.mark.parametrize("page", pages_with('class="scaleout-choice"')[:3] or ["<none>"])

@@ -9,10 +9,13 @@ import ipywidgets as W
 import numpy as np
 import plotly.graph_objects as go
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 from scaleout import collectives as C
 from scaleout import viz
 from scaleout.viz import collectives as VC
+from scaleout.viz import names as VL
 from scaleout.viz import render
 from scaleout.widgets import STATIC_NOTE, Explorer, pack, unpack
 
@@ -278,3 +281,119 @@ def test_accumulation_table_figure_shades_rows_where_no_sync_wins():
         VD.accumulation_table_figure({"k = 1": rows["k = 1"][0]})
     with pytest.raises(ValueError, match="rows"):
         VD.accumulation_table_figure({})
+
+
+# --- the reader's names (viz.labels) -------------------------------------------------------
+
+_WORD = re.compile(r"(?<![\w./-])(" + "|".join(map(re.escape, VL.HUMAN)) + r")(?![\w/-])")
+
+
+def shown_texts(spec):
+    """Every string a figure shows: trace names and text, titles, tick labels, annotations,
+    slider and button labels, hover templates."""
+    keys = {"name", "text", "ticktext", "label", "prefix", "suffix", "hovertemplate"}
+    out = []
+
+    def walk(node, key):
+        if isinstance(node, dict):
+            for k, v in node.items():
+                if k not in ("template", "args", "args2"):
+                    walk(v, k if k in keys else key)
+        elif isinstance(node, list):
+            for v in node:
+                walk(v, key)
+        elif isinstance(node, str) and key in keys:
+            out.append(node)
+
+    walk({"data": spec.get("data"), "layout": spec.get("layout")}, None)
+    for frame in spec.get("frames", []):
+        walk({"data": frame.get("data"), "layout": frame.get("layout")}, None)
+    return out
+
+
+def test_labels_names_every_known_identifier_and_is_idempotent():
+    for key, name in VL.HUMAN.items():
+        assert viz.label(key) == name
+        assert viz.labels(f"{key} on 8 ranks") == f"{name} on 8 ranks"
+        assert not _WORD.search(viz.labels(key))
+    assert viz.labels("E_p = 4, t_f") == "E<sub>p</sub> = 4, t<sub>f</sub>"
+    assert viz.labels("E_p", subscripts=False) == "E_p"
+    assert viz.label("ring") == "ring"
+    # Identifiers inside longer names, paths and file names are left alone.
+    for text in ("zb-h1x", "my_file.py", "data/dgx-h100.csv", "xallreduce", "llama3-405b"):
+        assert viz.labels(text) == text
+    with pytest.raises(ValueError, match="text"):
+        viz.labels(None)
+    with pytest.raises(ValueError, match="text"):
+        viz.labels("x" * (VL.MAX_TEXT + 1))
+
+
+@given(st.lists(st.sampled_from([*VL.HUMAN, "ring", "on", "E_p", "p = 8", ",", "(", ")"])))
+def test_labels_leaves_no_identifier_in_any_text(words):
+    text = " ".join(words)
+    once = viz.labels(text)
+    assert not _WORD.search(once)
+    assert viz.labels(once) == once
+
+
+def _identifier_figures():
+    """Figures of the viz builders fed the library's identifiers (systems, links, schedules,
+    collectives, algorithms), as the chapters feed them."""
+    from scaleout import nccl, pipeline
+    from scaleout.viz import nccl as VN
+    from scaleout.viz import pipeline as VP
+    from scaleout.viz import trees as VT
+
+    yield "collective_figure", VC.collective_figure("allreduce", 4)
+    yield "cost_curves", VC.cost_curves(8, 5e-6, 1e-10)
+    yield "cost_vs_ranks", VC.cost_vs_ranks(1e6, 5e-6, 1e-10)
+    for name in ("dgx-h100", "pcie"):
+        yield f"choice_map {name}", VN.choice_map(name, [1, 2], "allgather")
+    yield "busbw_figure", VN.busbw_figure(nccl.PRESETS["hgx-h100-4nic"], "reducescatter")
+    yield "trees cost_vs_ranks", VT.cost_vs_ranks(3e-6, 2e-11, "nic-400g")
+    yield "trees time_vs_size", VT.time_vs_size(64, 1e-6, 1e-12, "nvlink4-h100")
+    for name in ("gpipe", "1f1b", "zb-h1"):
+        s = pipeline.schedule(name, 4, 8, 1, t_f=1.0, t_b=2.0)
+        yield f"gantt {name}", VP.gantt(s, title=f"{name}, p = 4, m = 8", time_title="t_f")
+
+
+def test_no_figure_of_the_viz_builders_shows_a_raw_identifier():
+    for what, fig in _identifier_figures():
+        texts = shown_texts(viz.figure_spec(fig))
+        raw = sorted({m.group(1) for t in texts for m in _WORD.finditer(t)})
+        assert not raw, f"{what} shows identifiers {raw}"
+    # The check can fail: the builders' own figures (before figure_spec) do carry them.
+    before = shown_texts(json.loads(VC.cost_curves(8, 5e-6, 1e-10).to_json()))
+    assert any(_WORD.search(t) for t in before)
+
+
+def test_relabel_keeps_frame_names_and_slider_args():
+    frames = [[go.Bar(x=[0], y=[i], name="zb-h1")] for i in range(3)]
+    fig = viz.animation(frames, ["gpipe", "1f1b", "zb-h1"], title_text="zb-h1 steps")
+    spec = viz.figure_spec(fig)
+    names = [f["name"] for f in spec["frames"]]
+    assert names == [f["name"] for f in json.loads(fig.to_json())["frames"]]
+    steps = spec["layout"]["sliders"][0]["steps"]
+    assert [s["args"][0][0] for s in steps] == names  # the slider still finds its frames
+    assert [s["label"] for s in steps] == ["GPipe", "1F1B", "ZB-H1"]
+    assert spec["layout"]["title"]["text"] == "ZB-H1 steps"
+    assert {t["name"] for f in spec["frames"] for t in f["data"]} == {"ZB-H1"}
+
+
+def test_explorer_shows_readable_options_and_passes_identifiers():
+    seen = []
+
+    def make(link):
+        seen.append(link)
+        return viz.new_figure(title_text=link)
+
+    e = Explorer(
+        "labels-explorer",
+        {"link": W.Dropdown(options=["nvlink4-h100", "nic-400g"], value="nic-400g")},
+        make,
+    )
+    assert seen[-1] == "nic-400g"
+    assert e.controls["link"].label == "400 Gb/s NIC"
+    payload = e.static_payload()
+    assert payload["controls"][0]["options"] == ["NVLink 4 (H100)", "400 Gb/s NIC"]
+    assert set(seen) == {"nvlink4-h100", "nic-400g"}

@@ -11,6 +11,8 @@
  *   labels log axes with their magnitudes, and below 600 px uses larger text and fewer ticks.
  *   Text labels too small for their bar or cell are hidden, never shrunk under 9 px.
  *   Code identifiers that reached a legend or a control are shown by their human names.
+ * - Dark mode: figures are drawn on the page's dark paper with light text, grid and axis
+ *   lines, and redrawn when the reader switches the theme.
  * - Print: figures are scaled to the page width before printing.
  * - Keyboard: the mode bar leaves the tab order; a row of figure-switching buttons
  *   (role="radiogroup") is one tab stop, moved through with the arrow keys.
@@ -125,6 +127,132 @@
       n += 1;
     });
     return n;
+  }
+
+  // Dark mode (html[data-theme=dark], the theme's switch or the OS preference): the figure's
+  // paper, grid, axis lines and text take the page's dark colours; text and lines that were
+  // drawn dark for a white paper turn light, light fills turn dark. Text on a coloured bar or
+  // cell keeps its colour (it was chosen for that colour). Every text reaches 4.5:1 or more.
+  var DARK = {
+    paper: "#14181e", text: "#e3e6ea", grid: "#343a42", line: "#9aa1aa",
+    legend: "rgba(20,24,30,0.85)", idle: "#3d434b", button: "#2a3038", border: "#6b737d"
+  };
+  function isDark() { return document.documentElement.getAttribute("data-theme") === "dark"; }
+  var NAMED = { black: [0, 0, 0], white: [255, 255, 255], gray: [128, 128, 128],
+    grey: [128, 128, 128], darkgray: [169, 169, 169], darkgrey: [169, 169, 169],
+    dimgray: [105, 105, 105], lightgray: [211, 211, 211], lightgrey: [211, 211, 211],
+    whitesmoke: [245, 245, 245], gainsboro: [220, 220, 220], silver: [192, 192, 192] };
+  function parseColor(c) {
+    if (typeof c !== "string") { return null; }
+    var s = c.trim().toLowerCase(), m;
+    if (NAMED[s]) { return NAMED[s].concat([1]); }
+    if ((m = /^#([0-9a-f]{3,8})$/.exec(s))) {
+      var h = m[1];
+      if (h.length === 3 || h.length === 4) { h = h.split("").map(function (x) { return x + x; }).join(""); }
+      return [parseInt(h.slice(0, 2), 16), parseInt(h.slice(2, 4), 16), parseInt(h.slice(4, 6), 16),
+        h.length === 8 ? parseInt(h.slice(6, 8), 16) / 255 : 1];
+    }
+    if ((m = /^rgba?\(([^)]+)\)$/.exec(s))) {
+      var v = m[1].split(/[ ,/]+/).filter(Boolean).map(Number);
+      return [v[0], v[1], v[2], v.length > 3 ? v[3] : 1];
+    }
+    return null;
+  }
+  function luminance(rgb) {
+    var f = function (x) { x /= 255; return x <= 0.03928 ? x / 12.92 : Math.pow((x + 0.055) / 1.055, 2.4); };
+    return 0.2126 * f(rgb[0]) + 0.7152 * f(rgb[1]) + 0.0722 * f(rgb[2]);
+  }
+  // A colour drawn for a white paper, as it is drawn on the dark one.
+  function ink(c, fallback) {
+    var rgb = parseColor(c);
+    if (!rgb) { return c === undefined ? fallback : c; }
+    return luminance(rgb) < 0.18 ? (fallback || DARK.text) : c;
+  }
+  function fill(c) {
+    var rgb = parseColor(c);
+    if (!rgb || rgb[3] === 0) { return c; }
+    return luminance(rgb) > 0.6 ? (rgb[3] < 1 ? "rgba(20,24,30," + rgb[3] + ")" : DARK.paper) : c;
+  }
+  function inkFont(font, fallback) {
+    font = Object.assign({}, font || {});
+    font.color = ink(font.color, fallback || DARK.text);
+    return font;
+  }
+  function darkLayout(layout, data) {
+    layout.paper_bgcolor = DARK.paper;
+    layout.plot_bgcolor = DARK.paper;
+    layout.font = inkFont(layout.font);
+    if (layout.title && typeof layout.title === "object") {
+      layout.title = Object.assign({}, layout.title, { font: inkFont(layout.title.font) });
+    }
+    Object.keys(layout).filter(function (k) { return /^[xy]axis\d*$/.test(k); }).forEach(function (k) {
+      var ax = layout[k] = Object.assign({}, layout[k]);
+      ax.gridcolor = DARK.grid;
+      ax.zerolinecolor = DARK.line;
+      ax.linecolor = ink(ax.linecolor, DARK.line);
+      ax.tickcolor = ink(ax.tickcolor, DARK.line);
+      ax.tickfont = inkFont(ax.tickfont);
+      if (ax.title && typeof ax.title === "object") {
+        ax.title = Object.assign({}, ax.title, { font: inkFont(ax.title.font) });
+      }
+    });
+    var legend = layout.legend = Object.assign({}, layout.legend || {});
+    legend.bgcolor = DARK.legend;
+    legend.font = inkFont(legend.font);
+    if (legend.bordercolor) { legend.bordercolor = ink(legend.bordercolor, DARK.border); }
+    if (layout.coloraxis && layout.coloraxis.colorbar) {
+      layout.coloraxis = Object.assign({}, layout.coloraxis);
+      layout.coloraxis.colorbar = Object.assign({}, layout.coloraxis.colorbar,
+        { tickfont: inkFont(layout.coloraxis.colorbar.tickfont) });
+    }
+    (layout.annotations || []).forEach(function (a) {
+      a.font = inkFont(a.font);
+      if (a.arrowcolor) { a.arrowcolor = ink(a.arrowcolor, DARK.text); }
+      if (a.bgcolor) { a.bgcolor = fill(a.bgcolor); }
+      if (a.bordercolor) { a.bordercolor = ink(a.bordercolor, DARK.border); }
+    });
+    (layout.shapes || []).forEach(function (sh) {
+      if (sh.line && sh.line.color) { sh.line = Object.assign({}, sh.line, { color: ink(sh.line.color, DARK.line) }); }
+      if (sh.fillcolor) { sh.fillcolor = fill(sh.fillcolor); }
+    });
+    (layout.sliders || []).concat(layout.updatemenus || []).forEach(function (s) {
+      s.font = inkFont(s.font);
+      s.bgcolor = DARK.button;
+      s.bordercolor = DARK.border;
+      if (s.activebgcolor !== undefined || s.steps) { s.activebgcolor = "#56B4E9"; }
+      if (s.currentvalue) { s.currentvalue = Object.assign({}, s.currentvalue, { font: inkFont(s.currentvalue.font) }); }
+      if (s.tickcolor !== undefined || s.steps) { s.tickcolor = DARK.line; }
+    });
+    data.forEach(function (t) {
+      // Lines and markers drawn black (the last rank colour, outlines) turn light.
+      ["line", "marker"].forEach(function (part) {
+        if (t[part] && typeof t[part].color === "string") {
+          t[part] = Object.assign({}, t[part], { color: ink(t[part].color, DARK.text) });
+          var mc = parseColor(t[part].color);
+          // A pale grey fill (idle, empty) would glare on the dark paper: a dark grey instead.
+          if (part === "marker" && mc && luminance(mc) > 0.7 &&
+            Math.max(mc[0], mc[1], mc[2]) - Math.min(mc[0], mc[1], mc[2]) < 16) {
+            t[part].color = DARK.idle;
+          }
+        }
+        if (t[part] && t[part].line && typeof t[part].line.color === "string") {
+          var lc = parseColor(t[part].line.color);
+          // White outlines separate bars and cells on white: the dark paper separates them now.
+          var c = lc && luminance(lc) > 0.6 ? DARK.paper : ink(t[part].line.color, DARK.text);
+          t[part] = Object.assign({}, t[part], { line: Object.assign({}, t[part].line, { color: c }) });
+        }
+      });
+      var outside = t.type !== "bar" && t.type !== "heatmap" && t.type !== "histogram" ||
+        t.textposition === "outside";
+      if (outside && t.textfont && typeof t.textfont.color === "string") {
+        t.textfont = inkFont(t.textfont);
+      } else if (outside && t.textfont === undefined && t.type === "scatter") {
+        t.textfont = { color: DARK.text };
+      }
+      if (t.colorbar) {
+        t.colorbar = Object.assign({}, t.colorbar, { tickfont: inkFont(t.colorbar.tickfont) });
+      }
+    });
   }
 
   // The layout (and config) a figure is drawn with on this screen.
@@ -273,6 +401,8 @@
     (layout.sliders || []).forEach(function (s) {
       if (narrow) { s.font = Object.assign({}, s.font || {}, { size: Math.max(11, (s.font && s.font.size) || 11) }); }
     });
+    if (isDark()) { darkLayout(layout, data); }
+    gd.dataset.theme = isDark() ? "dark" : "light";
     if ((layout.height || 450) !== height0 || gd.style.height !== (layout.height || 450) + "px") {
       layout.height = layout.height || height0;
       gd.style.height = layout.height + "px";
@@ -340,6 +470,26 @@
         update.height = Math.ceil(H + overlap);
         changed = true;
       }
+    } else if (legend && lg && lg.yref !== "container" && lg.y < 0 && size.h > 0) {
+      // A legend the figure placed below its plot (paper y < 0): moved down, and the figure
+      // grown by as much, where the x axis' labels or title, or a slider, reach into it.
+      var lb = legend.getBoundingClientRect();
+      var low = size.t + size.h;
+      gd.querySelectorAll(".xtick text, .g-xtitle text, .slider-container, .updatemenu-container")
+        .forEach(function (el) {
+        var r = el.getBoundingClientRect();
+        if (r.height > 0 && r.width > 0 && r.left < lb.right && lb.left < r.right &&
+          r.top < lb.bottom) {
+          low = Math.max(low, r.bottom - box.top);
+        }
+      });
+      var over = low + 6 - (lb.top - box.top);
+      if (over > 0) {
+        update["legend.y"] = lg.y - over / size.h;
+        update["margin.b"] = Math.ceil(size.b + over);
+        update.height = Math.ceil(H + over);
+        changed = true;
+      }
     }
     var t2 = update["margin.t"] || size.t, b2 = update["margin.b"] || size.b;
     var h2 = update.height || H;
@@ -384,6 +534,7 @@
           return original.apply(this, arguments);
         }
         gd.__scaleoutSpec = { data: data, layout: layout, config: config };
+        gd.dataset.laidOut = ""; // until this draw is done
         var a = adapt(gd, data, layout, config);
         gd.dataset.narrow = a.narrow ? "1" : "0";
         return original.call(this, gd, a.data, a.layout, a.config)
@@ -412,6 +563,17 @@
     var spec = gd.__scaleoutSpec;
     if (!spec || !window.Plotly || !gd.data) { return; }
     window.Plotly.react(gd, spec.data, spec.layout, spec.config);
+  }
+
+  // The theme's switch (or the OS preference) changes html[data-theme]: every figure drawn
+  // in the other theme is redrawn in this one.
+  if (window.MutationObserver) {
+    new MutationObserver(function () {
+      var theme = isDark() ? "dark" : "light";
+      document.querySelectorAll(".js-plotly-plot").forEach(function (gd) {
+        if (gd.dataset.theme && gd.dataset.theme !== theme) { redraw(gd); }
+      });
+    }).observe(document.documentElement, { attributes: true, attributeFilter: ["data-theme"] });
   }
 
   // Crossing the phone/desktop width redraws with the other layout.
@@ -504,6 +666,22 @@
         box.setAttribute("tabindex", "0"); // scrollable by keyboard
         box.setAttribute("role", "region");
         box.setAttribute("aria-label", "wide content, scrolls sideways");
+        box.dataset.scaleoutTab = "1";
+      } else if (!wide && box.dataset.scaleoutTab) { // narrower no more: no idle tab stop
+        box.removeAttribute("tabindex");
+        box.removeAttribute("role");
+        box.removeAttribute("aria-label");
+        delete box.dataset.scaleoutTab;
+      }
+    });
+    // Code and output boxes: a tab stop only while they scroll (the theme makes every box
+    // that overflowed at load one, and some no longer do once the page is laid out).
+    document.querySelectorAll(".bd-article pre").forEach(function (pre) {
+      var scrolls = pre.scrollWidth > pre.clientWidth + 2 || pre.scrollHeight > pre.clientHeight + 2;
+      if (scrolls && !pre.hasAttribute("tabindex")) {
+        pre.setAttribute("tabindex", "0");
+      } else if (!scrolls && pre.getAttribute("tabindex") === "0") {
+        pre.removeAttribute("tabindex");
       }
     });
   }
@@ -609,11 +787,16 @@
     if (window.MathJax && window.MathJax.startup && window.MathJax.startup.promise) {
       window.MathJax.startup.promise.then(markScrollers);
     }
+    // After the theme's own pass (it makes boxes that overflow at load tab stops) and once
+    // the fonts are in (a box may stop overflowing then).
+    setTimeout(markScrollers, 0);
+    window.addEventListener("load", function () { setTimeout(markScrollers, 0); });
+    if (document.fonts && document.fonts.ready) { document.fonts.ready.then(markScrollers); }
     setTimeout(markScrollers, 1500);
     window.addEventListener("resize", markScrollers);
   }
 
-  window.ScaleoutScreens = { adapt: adapt, human: human, wrap: wrap, redraw: redraw };
+  window.ScaleoutScreens = { adapt: adapt, human: human, wrap: wrap, redraw: redraw, dark: DARK };
   if (document.readyState === "loading") {
     document.addEventListener("DOMContentLoaded", init);
   } else {

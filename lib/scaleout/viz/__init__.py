@@ -7,6 +7,7 @@ figures; they never compute a cost themselves.
 """
 
 from .animate import MAX_FRAMES, animation
+from .names import label, labels
 from .render import ChoiceOutput, FigureOutput, check_name, figure_spec, show, show_choice
 from .theme import NEUTRAL, RANK_COLORS, new_figure, rank_color, template
 
@@ -19,6 +20,8 @@ __all__ = [
     "animation",
     "check_name",
     "figure_spec",
+    "label",
+    "labels",
     "new_figure",
     "rank_color",
     "show",

@@ -36,6 +36,7 @@ import plotly.graph_objects as go
 import plotly.io as pio
 
 from .. import checks
+from .names import labels, relabel_spec
 
 PLOTLY_MIME = "application/vnd.plotly.v1+json"
 CONFIG = {"responsive": True, "displaylogo": False}
@@ -111,10 +112,12 @@ def _portable(obj, depth):
 def figure_spec(fig: go.Figure) -> dict:
     """The figure as portable JSON data (data, layout, frames): no random uids, floats
     rounded to :data:`~scaleout.viz.render.SIGNIFICANT_DIGITS` significant digits (see
-    :func:`scaleout.viz.render.portable`)."""
+    :func:`scaleout.viz.render.portable`), identifiers in the text it shows replaced by the
+    reader's names (:func:`scaleout.viz.names.relabel_spec`)."""
     if not isinstance(fig, go.Figure):
         raise ValueError(f"fig must be a plotly.graph_objects.Figure, got {type(fig).__name__}")
     spec = portable(json.loads(pio.to_json(fig, validate=True, remove_uids=True, engine="json")))
+    spec = relabel_spec(spec)  # the reader's names, not the code's identifiers
     if not spec.get("frames"):
         spec.pop("frames", None)
     return spec
@@ -221,7 +224,7 @@ class ChoiceOutput:
         n, d = self.name, self.default
         buttons = "".join(
             f'<button type="button" role="radio" aria-checked="{str(i == d).lower()}" '
-            f'data-index="{i}">{html.escape(lab)}</button>'
+            f'data-index="{i}">{html.escape(labels(lab, subscripts=False))}</button>'
             for i, lab in enumerate(self.labels)
         )
         divs = "\n".join(_div(f"{n}-{i}", s, hidden=i != d) for i, s in enumerate(self.specs))
