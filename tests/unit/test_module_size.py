@@ -9,10 +9,6 @@ import scaleout
 
 LIB = Path(scaleout.__file__).resolve().parent
 MAX_LINES = 500
-# Not split yet, each with the reason; remove a line when its module is split.
-PENDING = {
-    "planner/published.py": "the planner's published runs, split with planner/ (issue 24)",
-}
 
 
 def _modules():
@@ -23,14 +19,8 @@ def _modules():
 
 
 def test_no_module_over_500_lines_outside_viz_and_demos():
-    long = {rel: n for rel, n in _modules() if n > MAX_LINES and rel not in PENDING}
+    long = {rel: n for rel, n in _modules() if n > MAX_LINES}
     assert not long, f"split these at their seams (at most {MAX_LINES} lines each): {long}"
-
-
-def test_every_pending_module_still_needs_its_exemption():
-    sizes = dict(_modules())
-    stale = [rel for rel in PENDING if sizes.get(rel, 0) <= MAX_LINES]
-    assert not stale, f"no longer over {MAX_LINES} lines (or gone): drop from PENDING: {stale}"
 
 
 def test_the_split_modules_are_packages_with_their_old_names():

@@ -17,13 +17,10 @@ from dataclasses import dataclass, field
 from .. import checks
 from .. import pipeline as PP
 from ..nccl.published import spearman
-from .model import RECOMPUTE
-from .published import (
-    _T1,
+from .fit import (
     GROUPS,
     Errors,
     Row,
-    Run,
     _in_group,
     _predict,
     _rho,
@@ -32,10 +29,11 @@ from .published import (
     errors_of,
     executed_flops,
     flops_per_gpu,
-    runs,
     summary,
     validation,
 )
+from .model import RECOMPUTE
+from .published import _T1, Run, runs
 from .search import Space, search
 from .step import Prediction
 
@@ -59,11 +57,11 @@ def baseline_seconds(run: Run, rate: float, bubble: bool) -> float:
 class Baseline:
     """A baseline fitted as the planner is (one rate per GPU generation, least squares on
     the log error over the runs marked ``fit``): ``name``, ``rates`` (generation ->
-    FLOP/s per GPU), its held-out :class:`~scaleout.planner.published.Errors`, ``rank``
+    FLOP/s per GPU), its held-out :class:`~scaleout.planner.fit.Errors`, ``rank``
     (sweep -> Spearman's rho, NaN where it predicts a tie), and ``groups``: its held-out
-    :class:`~scaleout.planner.published.Errors` per group of
-    :data:`~scaleout.planner.published.GROUPS`, as
-    :class:`~scaleout.planner.published.Summary` reports the planner's."""
+    :class:`~scaleout.planner.fit.Errors` per group of
+    :data:`~scaleout.planner.fit.GROUPS`, as
+    :class:`~scaleout.planner.fit.Summary` reports the planner's."""
 
     name: str
     rates: dict
@@ -169,7 +167,7 @@ class SweepResult:
 
 def figure_sweeps(non_gemm: bool = False) -> tuple[SweepResult, ...]:
     """:class:`SweepResult` of every sweep of Narayanan et al.'s Figures 13-16 (``non_gemm``
-    as in :func:`~scaleout.planner.published.validation`)."""
+    as in :func:`~scaleout.planner.fit.validation`)."""
     non_gemm = checks.boolean("non_gemm", non_gemm)
     bubble = {b.name: b for b in baselines()}["rate and bubble"]
     out = []

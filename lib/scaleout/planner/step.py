@@ -282,7 +282,7 @@ def predict(model: Model, cluster: Cluster, global_batch: int, plan: Plan, *,
     leaves out (:mod:`scaleout.planner.non_gemm`; off by default: chapter 15 reports what
     it changes, and chapter 16's simulator prices the same parts as the default).
     ``calibration``: the multiplier on compute time of the
-    GPU generation (:func:`scaleout.planner.published.calibration`; 1 = the compute
+    GPU generation (:func:`scaleout.planner.fit.calibration`; 1 = the compute
     model as it is); a plan fits if its memory is at most ``usable_fraction`` of the GPU."""
     m = check_plan(model, cluster, global_batch, plan)
     k = checks.real("calibration", calibration, 0.1, 10.0)

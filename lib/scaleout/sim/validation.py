@@ -9,7 +9,7 @@ planner's own inputs and its calibration of the GPU generation (fitted on the pl
   closed form by one and run as dependent operations by the other;
 * the simulator against the measurements (``held_out``) reports its error on the
   held-out runs and, per sweep of at least three runs, Spearman's rho of predicted against
-  measured throughput, as :func:`scaleout.planner.published.summary` does for the planner.
+  measured throughput, as :func:`scaleout.planner.fit.summary` does for the planner.
 """
 
 from __future__ import annotations

@@ -176,7 +176,7 @@ def sweep_figure(rows, figure: int) -> go.Figure:
     """One of Narayanan et al.'s Figures 13-16 beside the planner: achieved TFLOP/s per GPU
     (eq. 3) of every configuration, measured (markers, with the reading's uncertainty) and
     predicted (dashed), one colour per global batch. ``rows`` from
-    :func:`scaleout.planner.published.validation`."""
+    :func:`scaleout.planner.fit.validation`."""
     rows = _rows(rows)
     figure = checks.choice("figure", figure, tuple(SWEEP_AXES))
     prefix = f"Narayanan Fig. {figure}, "
