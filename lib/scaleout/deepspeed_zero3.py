@@ -73,7 +73,7 @@ REDUCE_BUCKET_SIZE = 500_000_000
 ALLGATHER_BUCKET_SIZE = 500_000_000
 PREFETCH_BUCKET_SIZE = 50_000_000
 PARAM_PERSISTENCE_THRESHOLD = 100_000
-#: Bytes per element: fp16 parameters and gradients.
+#: Bytes per element (fp16 parameters and gradients).
 ELEMENT_BYTES = 2
 #: Most layers a call list is built for (the book's largest model has 126).
 MAX_LAYERS = 1024

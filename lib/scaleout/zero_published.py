@@ -37,7 +37,7 @@ from . import checks, deepspeed_zero3, memory, nccl
 
 #: Most GPUs of a run (the book's 65,536-rank case).
 MAX_GPUS = 65536
-#: How the collectives are priced: three whole-model calls, or DeepSpeed's calls one by one
+#: How the collectives are priced, as three whole-model calls or DeepSpeed's calls one by one
 #: (gradients reduce-scattered per tensor, ``contiguous_gradients`` on; or, with the
 #: release's default, all-reduced in buckets: "per-call-allreduce").
 PRICINGS = ("whole", "per-call", "per-call-allreduce")

@@ -50,7 +50,7 @@ FA3_FORWARD_FLOPS_PER_S = 616e12
 #: FlashAttention-3's backward rate (FLOPs counted as 2.5 x the forward's), head dimension
 #: 128, 16K tokens, without the mask (Shah et al. 2024, Fig. 6).
 FA3_BACKWARD_FLOPS_PER_S = 561e12
-#: GPUs with measured rates (the H200: the H100's chip and clocks).
+#: GPUs with measured rates (the H200 has the H100's chip and clocks).
 MEASURED = {"H100-SXM": "measured", "H200": "measured on the H100 SXM5 (same chip and clocks)"}
 _SOURCE = "FlashAttention-3, Shah et al. 2024 (arXiv 2407.08608), Fig. 5d and 6"
 

@@ -23,7 +23,7 @@ Quantization"). The model:
   the best of a brute-force search over shapes, so no shape may run faster in the model
   than the best measured one; the tile and wave terms only take away from it. GPUs or data
   types without a row of their own borrow the measured fraction of peak of a named sibling
-  row (:data:`CEILING_ROWS`, :data:`RELATED`; :func:`scaleout.compute.ceiling` says which).
+  row (``CEILING_ROWS``, ``RELATED``; :func:`scaleout.compute.ceiling` says which).
   Nothing is tuned to training runs.
 * **Roofline**: the time is at least the HBM time of the minimum traffic, bytes / bandwidth.
 

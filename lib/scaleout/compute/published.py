@@ -139,8 +139,8 @@ def _xla(m, n, k, flops):
     return Measurement("NVIDIA H100 (sm_90)", "bf16", m, n, k, flops / 1e12, _XLA_SRC)
 
 
-#: The 27 unbatched sm_90 rows with m, n, k in {1024, 2048, 4096}: (m, n, k, FLOP/s) as the
-#: file stores them (k the contracted dimension).
+#: The 27 unbatched sm_90 rows with m, n and k each 1024, 2048 or 4096, as (m, n, k,
+#: FLOP/s) the way the file stores them (k the contracted dimension).
 XLA_H100_SHAPES: tuple[Measurement, ...] = tuple(
     _xla(*row)
     for row in (

@@ -91,12 +91,13 @@ MAX_BATCH = 4096
 #: Backward FLOPs over forward FLOPs of attention (FlashAttention-2, Dao 2023, Sec. 4.1):
 #: :data:`scaleout.compute.flash.BACKWARD_FACTOR`, the one FlashAttention price of the book.
 BACKWARD_FACTOR = compute.flash.BACKWARD_FACTOR
-#: The attention kernel's forward rate in FLOP/s: FlashAttention-3's on an H100 SXM5, causal,
+#: The attention kernel's forward rate in FLOP/s, FlashAttention-3's on an H100 SXM5, causal,
 #: head dimension 128, 16K tokens, 616 TFLOP/s
-#: (:data:`scaleout.compute.FA3_FORWARD_FLOPS_PER_S`, sourced there: Shah et al. 2024, Fig. 5d).
+#: (:data:`scaleout.compute.flash.FA3_FORWARD_FLOPS_PER_S`, sourced there: Shah et al.
+#: 2024, Fig. 5d).
 ATTENTION_FORWARD_FLOPS_PER_S = compute.FA3_FORWARD_FLOPS_PER_S
 #: The attention kernel's backward rate in FLOP/s (FLOPs counted as 2.5 x the forward's),
-#: 561 TFLOP/s (:data:`scaleout.compute.FA3_BACKWARD_FLOPS_PER_S`: Shah et al. 2024, Fig. 6,
+#: 561 TFLOP/s (:data:`scaleout.compute.flash.FA3_BACKWARD_FLOPS_PER_S`: Shah et al. 2024, Fig. 6,
 #: measured without the causal mask, so optimistic).
 ATTENTION_BACKWARD_FLOPS_PER_S = compute.FA3_BACKWARD_FLOPS_PER_S
 #: Range of FLOP rates accepted (1 GFLOP/s to 1 EFLOP/s per GPU).

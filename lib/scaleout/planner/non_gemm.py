@@ -1,6 +1,6 @@
 """The memory-bound work of a step that chapter 14's layer model does not count, priced on
 its roofline: bytes moved over the GPU's HBM bandwidth (the memory bound of
-:func:`scaleout.compute.roofline.roofline_seconds`; every kernel here does under one FLOP
+:func:`scaleout.compute.roofline_seconds`; every kernel here does under one FLOP
 per byte). No constant is fitted.
 
 :func:`scaleout.compute.layer_time` already prices a layer's norms, residual adds,

@@ -22,7 +22,8 @@ benchmark publish seconds per iteration.
 Where a source does not give a plan field (the chunks v of Llama 3 and Nemotron-4, the
 interleaving of Table 2, MT-NLG's micro-batch) the run lists the plausible values
 (``alternatives``): it belongs to the *assumption-dependent* group, and every error
-statistic is also reported as the range it takes over those values (:class:`Errors`).
+statistic is also reported as the range it takes over those values
+(:class:`~scaleout.planner.fit.Errors`).
 
 Calibration: one constant per GPU generation, a multiplier on the compute model's time,
 fitted (least squares on the log of predicted over measured step time, golden-section
@@ -177,7 +178,7 @@ KORTHIKANTI_MODELS = {
     "530B": MT530,
     "1T": model_from_table("1T"),
 }
-#: The tensor-parallel schedule of Korthikanti et al.'s runs: Megatron-LM's of 2022, the
+#: The tensor-parallel schedule of Korthikanti et al.'s runs, Megatron-LM's of 2022, the
 #: one :mod:`scaleout.compute.validation` prices their Table 4 with. (calculon's
 #: transcription sets ``"tensor_par_overlap": "none"``; the paper and Megatron-LM's code of
 #: the time overlap the backward collectives: see :data:`scaleout.overlap.MEGATRON_2022`.)

@@ -28,7 +28,7 @@ import time
 
 from .. import checks
 
-#: The operation names the pipeline ranks record: kind, micro-batch, optional chunk.
+#: The operation names the pipeline ranks record (kind, micro-batch, optional chunk).
 OP_NAME = re.compile(r"^(F|B|W|BW)(\d+)(c\d+)?$")
 DDP_NAMES = ("forward", "backward", "allreduce", "optimizer")
 MAX_EVENTS = 1 << 20
