@@ -141,24 +141,24 @@ def test_validation_numbers():
     rows = PL.validation()
     assert len(rows) == 75 and s.held_out["all"].n == 70
     assert sum(r.run.split == "fit" for r in rows) == 5  # 4 A100 rows, 1 H100 row
-    assert round(s.calibrations["A100"], 2) == 1.26 and round(s.calibrations["H100"], 2) == 1.21
+    assert round(s.calibrations["A100"], 2) == 1.25 and round(s.calibrations["H100"], 2) == 1.20
     every, tables = s.held_out["all"], s.held_out["tables"]
-    assert round(every.median, 3) == 0.041 and every.median <= 0.10
-    assert [round(x, 3) for x in every.median_range] == [0.039, 0.042]
+    assert round(every.median, 3) == 0.042 and every.median <= 0.10
+    assert [round(x, 3) for x in every.median_range] == [0.040, 0.044]
     assert round(every.max, 3) == 0.422  # above the 25 % target: Figure 15 at B = 32
-    assert round(tables.median, 3) == 0.039 and round(tables.max, 3) == 0.192
-    assert [round(x, 3) for x in tables.max_range] == [0.116, 0.192]
+    assert round(tables.median, 3) == 0.041 and round(tables.max, 3) == 0.191
+    assert [round(x, 3) for x in tables.max_range] == [0.118, 0.191]
     dep = s.held_out["assumption-dependent"]
     assert dep.n == 12 and [round(x, 3) for x in dep.median_range] == [0.022, 0.055]
     assert all(rho >= 0.6 for rho in s.rank.values())
-    assert round(s.rank["Narayanan Table 1"], 2) == 0.75
+    assert round(s.rank["Narayanan Table 1"], 2) == 0.70
     # with the non-GEMM work (planner.non_gemm, off by default) one sweep ranks below 0.6:
     # Figure 16's four micro-batches at B = 512 (predicted within 1 % of each other), 0.4
     with_ng = PL.summary(non_gemm=True)
     low = {k: rho for k, rho in with_ng.rank.items() if rho < 0.6}
     assert list(low) == ["Narayanan Fig. 16, B = 512"] and round(low[list(low)[0]], 2) == 0.4
     assert round(with_ng.rank["Narayanan Table 1"], 2) == 0.68
-    assert round(with_ng.held_out["all"].median, 3) == 0.045
+    assert round(with_ng.held_out["all"].median, 3) == 0.046
     worst = max(rows, key=lambda r: abs(r.error) if r.run.split == "held-out" else 0)
     assert worst.run.key == "F15 B=32 t=2 d=32"  # data parallelism at m = 1, too fast
 
