@@ -227,8 +227,9 @@ def test_desktop_figures_keep_their_text_inside_and_clear_of_the_mode_bar(driver
     assert not problems, f"{page} at {DESKTOP[0]} px:\n" + "\n".join(problems[:20])
 
 
-CONTRAST = """
-const MIN = arguments[0];
+# WCAG colour helpers shared by the contrast checks below: rgba() parses a CSS colour,
+# lum() is its relative luminance.
+COLOUR_JS = """
 function rgba(c) {
   const m = c.match(/rgba?\\(([^)]+)\\)/);
   if (!m) return null;
@@ -239,7 +240,14 @@ function lum([r, g, b]) {
   const f = x => { x /= 255; return x <= 0.03928 ? x / 12.92 : ((x + 0.055) / 1.055) ** 2.4; };
   return 0.2126 * f(r) + 0.7152 * f(g) + 0.0722 * f(b);
 }
-function background(el) {
+"""
+
+CONTRAST = (
+    """
+const MIN = arguments[0];
+"""
+    + COLOUR_JS
+    + """function background(el) {
   const layers = [];
   for (let e = el; e; e = e.parentElement) {
     const c = rgba(getComputedStyle(e).backgroundColor);
@@ -278,6 +286,7 @@ for (const el of controls) {
 }
 return bad;
 """
+)
 
 
 @pytest.mark.parametrize("page", toc_pages())
@@ -292,18 +301,9 @@ def test_dark_mode_follows_the_os_and_every_control_reads(driver, site_url, page
     assert not bad, f"{page} in dark mode, under {MIN_CONTRAST}:1:\n" + "\n".join(bad[:20])
 
 
-FIGURE_COLOURS = """
-function rgba(c) {
-  const m = c.match(/rgba?\\(([^)]+)\\)/);
-  if (!m) return null;
-  const v = m[1].split(/[ ,\\/]+/).filter(Boolean).map(Number);
-  return [v[0], v[1], v[2], v.length > 3 ? v[3] : 1];
-}
-function lum([r, g, b]) {
-  const f = x => { x /= 255; return x <= 0.03928 ? x / 12.92 : ((x + 0.055) / 1.055) ** 2.4; };
-  return 0.2126 * f(r) + 0.7152 * f(g) + 0.0722 * f(b);
-}
-const out = [];
+FIGURE_COLOURS = (
+    COLOUR_JS
+    + """const out = [];
 for (const fig of document.querySelectorAll('.scaleout-figure')) {
   if (fig.offsetParent === null) continue;
   const svg = fig.querySelector('.main-svg');
@@ -316,6 +316,7 @@ for (const fig of document.querySelectorAll('.scaleout-figure')) {
 }
 return out;
 """
+)
 
 
 @pytest.mark.parametrize("page", pages_with('class="scaleout-figure') or ["<no figures>"])
