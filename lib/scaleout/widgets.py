@@ -56,9 +56,11 @@ _MIN_INTERN = 24  # JSON values at least this long are stored once and reference
 _REF = "#"  # key of a reference object {"#": index} into the pool (no plotly key is "#")
 
 STATIC_NOTE = (
-    "This explorer runs in your browser: the figure for each combination of the values "
-    "below was computed in Python when the book was built. Open the chapter in JupyterLab "
-    "(or Binder, with the rocket button at the top of the page) to choose any value."
+    "This explorer runs in your browser with no kernel: the figure for each combination of "
+    "the values offered by the controls above was computed in Python when the book was "
+    "built. The live explorer (open the chapter in JupyterLab, Binder or Colab with the "
+    "rocket button at the top of the page) takes any value in the full range of each "
+    "control and recomputes the figure."
 )
 _SELECTION = (W.SelectionSlider, W.Dropdown, W.ToggleButtons, W.RadioButtons, W.Select)
 _SLIDERS = (W.IntSlider, W.FloatSlider, W.SelectionSlider)
