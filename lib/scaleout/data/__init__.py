@@ -44,10 +44,12 @@ UNITS = (
     "TFLOP/s", "GB", "TB/s", "MB", "W", "count", "year", "generation",  # gpus.csv
     "fraction", "%", "1", "probability", "GPUs", "Gb/s", "GB/s", "bytes", "s", "h", "days",
     "steps", "QPs", "parameters", "interruptions", "restarts", "hosts",
+    "ms", "us", "ns", "samples/s", "tokens/s", "tokens", "layers", "heads", "GiB", "MiB", "KiB",
+    "ratio", "x", "GPU-hours", "MB/s", "TB", "PFLOP/s",
 )  # fmt: skip
 INTEGRAL_UNITS = ("count", "year", "generation")
-#: The files of this package (names without ``.csv``).
-FILES = ("gpus", "congestion", "failures")
+#: The files of this package (names without ``.csv``): every ``*.csv`` beside this module.
+FILES = tuple(sorted(p.stem for p in HERE.glob("*.csv")))
 MAX_ROWS = 100_000
 
 
