@@ -109,8 +109,31 @@ def gpt_params(layers, hidden, seq=2048, vocab=51200):
         return _out("params", nl * (12 * h * h + 13 * h) + v * h + s * h)
 
 
+class Shape:
+    """The widths every record of a transformer layer derives the same way from its fields
+    ``hidden``, ``heads``, ``kv_heads`` and ``ffn`` (:class:`Transformer` and
+    :class:`scaleout.compute.Layer` both inherit them)."""
+
+    __slots__ = ()
+
+    @property
+    def g(self) -> int:
+        """KV heads (``kv_heads``, or ``heads`` when None: multi-head attention)."""
+        return self.heads if self.kv_heads is None else self.kv_heads
+
+    @property
+    def f(self) -> int:
+        """FFN width (``ffn``, or 4 ``hidden`` when None)."""
+        return 4 * self.hidden if self.ffn is None else self.ffn
+
+    @property
+    def head_dim(self) -> int:
+        """Width of one attention head, ``hidden / heads``."""
+        return self.hidden // self.heads
+
+
 @dataclass(frozen=True)
-class Transformer:
+class Transformer(Shape):
     """A decoder-only transformer (module docstring). ``kv_heads`` defaults to ``heads``
     (multi-head attention), ``ffn`` to ``4 hidden``; ``positions``: learned position
     embeddings (GPT) rather than rotary (Llama); ``tied``: the output layer shares the
@@ -148,20 +171,6 @@ class Transformer:
         checks.integer("top_k", self.top_k, 1, self.experts)
         if self.name != "":
             checks.text("name", self.name, 80)
-
-    @property
-    def g(self) -> int:
-        """KV heads."""
-        return self.heads if self.kv_heads is None else self.kv_heads
-
-    @property
-    def f(self) -> int:
-        """FFN width."""
-        return 4 * self.hidden if self.ffn is None else self.ffn
-
-    @property
-    def head_dim(self) -> int:
-        return self.hidden // self.heads
 
     @property
     def mlp_matrices(self) -> int:

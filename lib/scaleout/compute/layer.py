@@ -55,6 +55,7 @@ from dataclasses import dataclass
 from .. import checks
 from .. import hardware as H
 from ..memory import RECOMPUTE
+from ..transformer import Shape
 from .gemm import MAX_DIM, MAX_FLOPS, gemm_time
 from .parts import KINDS, PHASES, Part, _attention_parts, _backward_shapes, _elementwise
 from .roofline import DTYPE_BYTES
@@ -68,7 +69,7 @@ ADAM_BYTES_PER_PARAM = 30
 
 
 @dataclass(frozen=True)
-class Layer:
+class Layer(Shape):
     """The shape of one transformer layer: ``hidden`` h, ``heads`` a, ``kv_heads`` g
     (defaults to a: multi-head attention), ``ffn`` f (defaults to 4h), ``seq`` s,
     ``swiglu`` (three MLP matrices instead of two)."""
@@ -91,18 +92,6 @@ class Layer:
             raise checks.fail("kv_heads", f"a divisor of heads = {a}", g)
         checks.integer("ffn", self.ffn if self.ffn is not None else 4 * h, 1, MAX_DIM)
         checks.boolean("swiglu", self.swiglu)
-
-    @property
-    def g(self) -> int:
-        return self.heads if self.kv_heads is None else self.kv_heads
-
-    @property
-    def f(self) -> int:
-        return 4 * self.hidden if self.ffn is None else self.ffn
-
-    @property
-    def head_dim(self) -> int:
-        return self.hidden // self.heads
 
     def check_t(self, t) -> int:
         """``t`` if it divides the heads, KV heads and FFN size (Megatron's requirement)."""
