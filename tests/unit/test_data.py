@@ -150,3 +150,48 @@ def test_the_loader_refuses_words_as_uncertainty_and_unexplained_assumptions(tmp
     assert row.key == "a" and row.uncertainty == 0.5 and row.setting == (("quantity", "x"),)
     monkeypatch.undo()
     data._load.cache_clear()
+
+
+def test_interconnect_tables_are_built_from_the_csv():
+    """Every number of the NVLink, NVSwitch, system, PCIe and NIC tables and of the link
+    presets is a row of interconnect.csv: each record's numeric fields equal the rows'."""
+    from scaleout.hardware import interconnect as I
+    from scaleout.hardware import links as L
+
+    rows = [v for v in data.load("interconnect")]
+    by = {}
+    for v in rows:
+        by.setdefault((v.get("table"), v.get("row")), {})[v.get("field")] = v.value
+    for r in I.NVLINK_GENERATIONS:
+        for field, value in by[("nvlink", str(r.generation))].items():
+            assert getattr(r, field) == value, (r, field)
+    for r in I.NVSWITCH_GENERATIONS:
+        for field, value in by[("nvswitch", str(r.generation))].items():
+            assert getattr(r, field) == value, (r, field)
+    for r in I.SYSTEMS:
+        fields = by[("system", r.name)]
+        for field in ("gpus_per_server", "nics_per_server", "nic_gbit_per_s",
+                      "all_to_all_tb_per_s", "memory_tb"):  # fmt: skip
+            assert getattr(r, field) == fields.get(field), (r.name, field)
+    for r in I.PCIE_GENERATIONS:
+        f = by[("pcie", str(r.generation))]
+        assert (r.gt_per_s, r.encoding) == (
+            f["gt_per_s"],
+            (f["encoding_payload_bits"], f["encoding_line_bits"]),
+        )
+    for r in I.NIC_SPEEDS:
+        assert r.gbit_per_s == by[("nic", r.adapter)]["gbit_per_s"]
+    h100 = L.link("nvlink4-h100")
+    nv4 = by[("nvlink", "4")]
+    assert h100.gb_per_s == nv4["links"] * nv4["link_gb_per_s_bidirectional"] / 2
+    assert L.link("pcie4-x16").gb_per_s == by[("link", "pcie4-x16")]["gb_per_s"]
+    assert L.link("nic-400g").alpha_s == by[("link", "nic")]["alpha_s"]
+    # every row is used: no number sits in the file that no record reads
+    used = {(t, r) for t, r in by}
+    assert used == {("nvlink", str(r.generation)) for r in I.NVLINK_GENERATIONS} | {
+        ("nvswitch", str(r.generation)) for r in I.NVSWITCH_GENERATIONS
+    } | {("system", r.name) for r in I.SYSTEMS} | {
+        ("pcie", str(r.generation)) for r in I.PCIE_GENERATIONS
+    } | {("nic", r.adapter) for r in I.NIC_SPEEDS} | {
+        ("link", k) for k in ("pcie3-x16", "pcie4-x16", "pcie5-x16", "pcie", "nvlink", "nic")
+    }

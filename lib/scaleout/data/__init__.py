@@ -7,7 +7,9 @@ in the value's unit or empty, and a ``note``), an optional ``key`` (the row's na
 its file) and the columns of its setting: for ``gpus.csv``, ``gpu`` and ``field`` (the name
 of a :class:`scaleout.hardware.GPU` field); for ``congestion.csv``, ``quantity``, ``system``,
 ``setting`` and ``range_end`` (low or high, the two ends of a stated range); for
-``failures.csv``, ``run``, ``quantity`` and ``category``. ``kind`` says
+``failures.csv``, ``run``, ``quantity`` and ``category``; for ``interconnect.csv`` (the
+NVLink, NVSwitch, system, PCIe, NIC and link tables of :mod:`scaleout.hardware`), ``table``,
+``row`` and ``field``. ``kind`` says
 how the number was obtained: ``measured`` (a measurement the source reports), ``read-off``
 (read from a figure, with its reading uncertainty), ``stated`` (a specification or a value
 the source states, or simple arithmetic on stated values, said in the note) and
@@ -46,8 +48,9 @@ UNITS = (
     "steps", "QPs", "parameters", "interruptions", "restarts", "hosts",
     "ms", "us", "ns", "samples/s", "tokens/s", "tokens", "layers", "heads", "GiB", "MiB", "KiB",
     "ratio", "x", "GPU-hours", "MB/s", "TB", "PFLOP/s",
+    "GT/s", "bits",  # interconnect.csv
 )  # fmt: skip
-INTEGRAL_UNITS = ("count", "year", "generation")
+INTEGRAL_UNITS = ("count", "year", "generation", "bits")
 #: The files of this package (names without ``.csv``): every ``*.csv`` beside this module.
 FILES = tuple(sorted(p.stem for p in HERE.glob("*.csv")))
 MAX_ROWS = 100_000

@@ -7,9 +7,10 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from .. import checks
-from .links import _YEARS, MAX_LINKS, _note, _same, _source
+from .links import _YEARS, MAX_LINKS, _note, _same, _source, table_fields
 from .units import Bandwidth
 
+_PCIE = "PCI-SIG, PCI Express Base Specification Revision {}"
 # Vendor NVLink and NVSwitch figures are bidirectional; each row keeps the vendor's own
 # numbers (so the tests can check them against each other) and converts through Bandwidth.
 
@@ -79,12 +80,13 @@ class NVLinkGeneration:
         return f"nvlink{self.generation}-{self.gpu.lower()}"
 
 
-NVLINK_GENERATIONS: tuple[NVLinkGeneration, ...] = (
-    NVLinkGeneration(1, "P100", 2016, 4, 40.0, 160.0, _P100, secondary=True),
-    NVLinkGeneration(2, "V100", 2017, 6, 50.0, 300.0, _V100, secondary=True),
-    NVLinkGeneration(3, "A100", 2020, 12, 50.0, 600.0, _A100),
-    NVLinkGeneration(4, "H100", 2022, 18, 50.0, 900.0, _H100),
-    NVLinkGeneration(5, "B200", 2024, 18, 100.0, 1800.0, _B200),
+#: NVLink generation -> (GPU, the row's text source, secondary); the numbers are the rows
+#: ``table = nvlink`` of ``data/interconnect.csv``.
+_NVLINK_ROWS = {1: ("P100", _P100, True), 2: ("V100", _V100, True), 3: ("A100", _A100, False),
+                4: ("H100", _H100, False), 5: ("B200", _B200, False)}  # fmt: skip
+NVLINK_GENERATIONS: tuple[NVLinkGeneration, ...] = tuple(
+    NVLinkGeneration(g, gpu, source=src, secondary=sec, **table_fields("nvlink", g))
+    for g, (gpu, src, sec) in _NVLINK_ROWS.items()
 )
 
 
@@ -137,27 +139,28 @@ class NVSwitchGeneration:
         return Bandwidth.of(self.chip_gb_per_s_bidirectional, "GB/s", "bidirectional")
 
 
-NVSWITCH_GENERATIONS: tuple[NVSwitchGeneration, ...] = (
-    NVSwitchGeneration(1, 2018, 2, 18, 50.0, 900.0, "DGX-2", 12, 16, 16, "DGX-2", False, _NVS1),
-    NVSwitchGeneration(
-        2, 2020, 3, 36, 50.0, 1800.0, "DGX A100", 6, 8, 8, "DGX A100", False, _A100,
-        secondary=True,
-        note="36 ports per chip is from secondary reports; the A100 whitepaper gives six "
-        "switches, 600 GB/s per GPU and 4.8 TB/s in total.",
-    ),
-    NVSwitchGeneration(
-        3, 2022, 4, 64, 50.0, 3200.0, "DGX H100", 4, 8, 256, "DGX GH200", True,
-        f"{_NVS3}; {_GH200}",
-        note="NVIDIA announced an NVLink Switch System of 256 H100 GPUs (32 DGX H100) in 2022; "
-        "DGX GH200 (2023) joins 256 Grace Hopper GPUs with a second tier of NVSwitches.",
-    ),
-    NVSwitchGeneration(
-        4, 2024, 5, 72, 100.0, 7200.0, "GB200 NVL72", 18, 72, 576, "NVLink 5 Switch System",
-        True, _NVS4,
-        note="NVIDIA quotes the NVLink Switch tray: 144 ports and 14.4 TB/s over 2 chips, "
-        "i.e. 72 ports and 7.2 TB/s per chip; NVLink 5 domains reach 576 GPUs.",
-    ),
-)  # fmt: skip
+#: NVSwitch generation -> its text fields; the numbers are the rows ``table = nvswitch`` of
+#: ``data/interconnect.csv``.
+_NVSWITCH_ROWS = {
+    1: dict(system="DGX-2", max_domain_system="DGX-2", in_switch_reduction=False, source=_NVS1),
+    2: dict(system="DGX A100", max_domain_system="DGX A100", in_switch_reduction=False,
+            source=_A100, secondary=True,
+            note="36 ports per chip is from secondary reports; the A100 whitepaper gives six "
+            "switches, 600 GB/s per GPU and 4.8 TB/s in total."),
+    3: dict(system="DGX H100", max_domain_system="DGX GH200", in_switch_reduction=True,
+            source=f"{_NVS3}; {_GH200}",
+            note="NVIDIA announced an NVLink Switch System of 256 H100 GPUs (32 DGX H100) in "
+            "2022; DGX GH200 (2023) joins 256 Grace Hopper GPUs with a second tier of "
+            "NVSwitches."),
+    4: dict(system="GB200 NVL72", max_domain_system="NVLink 5 Switch System",
+            in_switch_reduction=True, source=_NVS4,
+            note="NVIDIA quotes the NVLink Switch tray: 144 ports and 14.4 TB/s over 2 chips, "
+            "i.e. 72 ports and 7.2 TB/s per chip; NVLink 5 domains reach 576 GPUs."),
+}  # fmt: skip
+NVSWITCH_GENERATIONS: tuple[NVSwitchGeneration, ...] = tuple(
+    NVSwitchGeneration(generation=g, **text, **table_fields("nvswitch", g))
+    for g, text in _NVSWITCH_ROWS.items()
+)
 
 
 @dataclass(frozen=True)
@@ -229,25 +232,31 @@ class System:
         return None if nic is None else self.nvlink_per_gpu / nic
 
 
-SYSTEMS: tuple[System, ...] = (
-    System("DGX-1 (V100)", 2017, "V100", 2, 0, 8, 8, 4, 100,
-           "NVIDIA, DGX-1 with Tesla V100 System Architecture whitepaper (2017): 4x EDR IB"),
-    System("DGX-2", 2018, "V100", 2, 1, 16, 16, 8, 100, f"NVIDIA DGX-2 datasheet; {_NVS1}"),
-    System("DGX A100", 2020, "A100", 3, 2, 8, 8, 8, 200,
-           "NVIDIA DGX A100 user guide: 8x ConnectX-6 200 Gb/s HDR (compute)"),
-    System("DGX H100", 2022, "H100", 4, 3, 8, 8, 8, 400,
-           "NVIDIA DGX H100 user guide: 8x ConnectX-7 400 Gb/s (4 OSFP ports)"),
-    System("H100 NVLink Switch System", 2022, "H100", 4, 3, 256, 8, None, None, _NVSS,
-           all_to_all_tb_per_s=57.6,
-           note="32 DGX H100 servers joined by external NVLink switches; announced, not "
-           "the DGX GH200"),
-    System("DGX GH200", 2023, "GH200", 4, 3, 256, None, None, None, _GH200, memory_tb=144.0,
-           note="each GPU reaches every other at its full NVLink bandwidth through a "
-           "two-level NVLink Switch System"),
-    System("DGX B200", 2024, "B200", 5, 4, 8, 8, 8, 400,
-           "NVIDIA DGX B200 datasheet: 8x ConnectX-7 400 Gb/s"),
-    System("GB200 NVL72", 2024, "B200", 5, 4, 72, None, None, None, _NVS4),
-)  # fmt: skip
+#: System -> its text fields; the numbers (None where a field has no row) are the rows
+#: ``table = system`` of ``data/interconnect.csv``.
+_SYSTEM_ROWS = {
+    "DGX-1 (V100)": dict(gpu="V100", source="NVIDIA, DGX-1 with Tesla V100 System Architecture "
+                         "whitepaper (2017): 4x EDR IB"),
+    "DGX-2": dict(gpu="V100", source=f"NVIDIA DGX-2 datasheet; {_NVS1}"),
+    "DGX A100": dict(gpu="A100", source="NVIDIA DGX A100 user guide: 8x ConnectX-6 200 Gb/s "
+                     "HDR (compute)"),
+    "DGX H100": dict(gpu="H100", source="NVIDIA DGX H100 user guide: 8x ConnectX-7 400 Gb/s "
+                     "(4 OSFP ports)"),
+    "H100 NVLink Switch System": dict(
+        gpu="H100", source=_NVSS,
+        note="32 DGX H100 servers joined by external NVLink switches; announced, not the DGX "
+        "GH200"),
+    "DGX GH200": dict(gpu="GH200", source=_GH200,
+                      note="each GPU reaches every other at its full NVLink bandwidth through a "
+                      "two-level NVLink Switch System"),
+    "DGX B200": dict(gpu="B200", source="NVIDIA DGX B200 datasheet: 8x ConnectX-7 400 Gb/s"),
+    "GB200 NVL72": dict(gpu="B200", source=_NVS4),
+}  # fmt: skip
+_SYSTEM_OPTIONAL = ("gpus_per_server", "nics_per_server", "nic_gbit_per_s")
+SYSTEMS: tuple[System, ...] = tuple(
+    System(name, **text, **{**dict.fromkeys(_SYSTEM_OPTIONAL), **table_fields("system", name)})
+    for name, text in _SYSTEM_ROWS.items()
+)
 
 
 @dataclass(frozen=True)
@@ -281,16 +290,21 @@ class PCIeGeneration:
         return Bandwidth.of(self.gt_per_s * lanes * payload / line, "Gb/s", "per direction")
 
 
-_PCIE = "PCI-SIG, PCI Express Base Specification Revision {}"
-PCIE_GENERATIONS: tuple[PCIeGeneration, ...] = (
-    PCIeGeneration(1, 2003, 2.5, (8, 10), _PCIE.format("1.0a")),
-    PCIeGeneration(2, 2007, 5.0, (8, 10), _PCIE.format("2.0")),
-    PCIeGeneration(3, 2010, 8.0, (128, 130), _PCIE.format("3.0")),
-    PCIeGeneration(4, 2017, 16.0, (128, 130), _PCIE.format("4.0")),
-    PCIeGeneration(5, 2019, 32.0, (128, 130), _PCIE.format("5.0")),
-    PCIeGeneration(6, 2022, 64.0, (1, 1), _PCIE.format("6.0"),
-                   "PAM4 signalling in FLIT mode; FEC and CRC overhead not counted"),
-)  # fmt: skip
+_PCIE_VERSIONS = {1: "1.0a", 2: "2.0", 3: "3.0", 4: "4.0", 5: "5.0", 6: "6.0"}
+_PCIE_NOTES = {6: "PAM4 signalling in FLIT mode; FEC and CRC overhead not counted"}
+
+
+def _pcie(generation: int) -> PCIeGeneration:
+    f = table_fields("pcie", generation)
+    return PCIeGeneration(
+        generation, f["year"], f["gt_per_s"],
+        (f["encoding_payload_bits"], f["encoding_line_bits"]),
+        _PCIE.format(_PCIE_VERSIONS[generation]), _PCIE_NOTES.get(generation, ""),
+    )  # fmt: skip
+
+
+#: The rows ``table = pcie`` of ``data/interconnect.csv``.
+PCIE_GENERATIONS: tuple[PCIeGeneration, ...] = tuple(_pcie(g) for g in _PCIE_VERSIONS)
 
 
 @dataclass(frozen=True)
@@ -323,15 +337,20 @@ class NICSpeed:
 
 
 _NIC = "NVIDIA {} adapter datasheet; InfiniBand Trade Association roadmap ({} = {} x {} Gb/s)"
-NIC_SPEEDS: tuple[NICSpeed, ...] = tuple(
-    NICSpeed(adapter, gbit, 4, gbit / 4, ib, eth, _NIC.format(adapter, ib, 4, gbit // 4))
-    for adapter, gbit, ib, eth in (
-        ("ConnectX-5", 100, "EDR", "100GbE"),
-        ("ConnectX-6", 200, "HDR", "200GbE"),
-        ("ConnectX-7", 400, "NDR", "400GbE"),
-        ("ConnectX-8", 800, "XDR", "800GbE"),
-    )
-)
+#: The rows ``table = nic`` of ``data/interconnect.csv`` (the adapter, its InfiniBand and
+#: Ethernet names here).
+_NIC_ROWS = (("ConnectX-5", "EDR", "100GbE"), ("ConnectX-6", "HDR", "200GbE"),
+             ("ConnectX-7", "NDR", "400GbE"), ("ConnectX-8", "XDR", "800GbE"))  # fmt: skip
+
+
+def _nic_speed(adapter: str, ib: str, eth: str) -> NICSpeed:
+    f = table_fields("nic", adapter)
+    gbit, lanes = f["gbit_per_s"], f["lanes"]
+    return NICSpeed(adapter, gbit, lanes, gbit / lanes, ib, eth,
+                    _NIC.format(adapter, ib, lanes, int(gbit // lanes)))  # fmt: skip
+
+
+NIC_SPEEDS: tuple[NICSpeed, ...] = tuple(_nic_speed(*row) for row in _NIC_ROWS)
 
 
 def nvlink_generation(generation: int) -> NVLinkGeneration:

@@ -4,11 +4,12 @@ unit conversions between Gb and GB. See :mod:`scaleout.hardware` for the units.
 
 from __future__ import annotations
 
+import functools
 import math
 import sys
 from dataclasses import dataclass
 
-from .. import checks
+from .. import checks, data
 
 BITS_PER_BYTE = 8
 KINDS = ("pcie", "nvlink", "nic")
@@ -16,6 +17,30 @@ MAX_LINKS = 64  # NVLink links per GPU (18 on H100 and B200)
 MAX_ALPHA_S = 1.0  # a per-message latency above a second is not a link
 _YEARS = (1990, 2100)
 _SOURCE_CHARS = 1000
+
+
+#: Fields whose whole values are kept as ``int`` (the NIC line rates, in Gb/s).
+_WHOLE = ("gbit_per_s", "nic_gbit_per_s")
+
+
+@functools.lru_cache(maxsize=64)
+def _table(table: str) -> dict:
+    out: dict = {}
+    for v in data.load("interconnect"):
+        if v.get("table") == table:
+            value = v.value
+            if v.get("field") in _WHOLE and float(value).is_integer():
+                value = int(value)
+            out.setdefault(v.get("row"), {})[v.get("field")] = value
+    return out
+
+
+def table_fields(table: str, row) -> dict:
+    """The numbers of row ``row`` of table ``table`` (nvlink, nvswitch, system, pcie, nic,
+    link) of ``data/interconnect.csv``, by field name (a copy)."""
+    rows = _table(checks.choice("table", table, ("nvlink", "nvswitch", "system", "pcie", "nic",
+                                                 "link")))  # fmt: skip
+    return dict(rows[checks.choice("row", str(row), tuple(rows))])
 
 
 def gbit_per_s_to_gbyte_per_s(x):
@@ -86,16 +111,24 @@ _NV_SRC = "NVIDIA NVLink page and {gpu} datasheet: {links} links x {per} GB/s = 
 _NIC_SRC = "IEEE 802.3 / InfiniBand {std} line rate {gbit} Gb/s per direction"
 
 
-def _pcie(gen: int, version: str, gt_per_s: int, gb_per_s: float) -> LinkPreset:
+def _alpha(kind: str) -> float:
+    return table_fields("link", kind)["alpha_s"]
+
+
+def _pcie(gen: int, version: str) -> LinkPreset:
+    gt_per_s = int(table_fields("pcie", gen)["gt_per_s"])
+    a = _alpha("pcie")
     return LinkPreset(
-        f"pcie{gen}-x16", "pcie", gb_per_s, 1e-6,
+        f"pcie{gen}-x16", "pcie", table_fields("link", f"pcie{gen}-x16")["gb_per_s"], a,
         _PCIE_SRC.format(v=version, gt=gt_per_s),
         f"x16, per direction: {gt_per_s} GT/s x 16 lanes x 128/130 / 8 bits. "
-        + _ALPHA_NOTE.format(a=1e-6),
+        + _ALPHA_NOTE.format(a=a),
     )  # fmt: skip
 
 
-def _nvlink(gen: int, gpu: str, links: int, per_link: float, secondary: bool) -> LinkPreset:
+def _nvlink(gen: int, gpu: str, secondary: bool) -> LinkPreset:
+    row = table_fields("nvlink", gen)
+    links, per_link = row["links"], row["link_gb_per_s_bidirectional"]
     total = links * per_link  # bidirectional, GB/s
     note = f"{total:g} GB/s bidirectional per GPU, stored as {total / 2:g} GB/s per direction. "
     if secondary:
@@ -104,36 +137,42 @@ def _nvlink(gen: int, gpu: str, links: int, per_link: float, secondary: bool) ->
             "(Microway's P100 page, Dell EMC's V100 reference guide; chapter 11), not in "
             "the whitepaper. "
         )
+    a = _alpha("nvlink")
     return LinkPreset(
-        f"nvlink{gen}-{gpu.lower()}", "nvlink", total / 2, 1e-6,
+        f"nvlink{gen}-{gpu.lower()}", "nvlink", total / 2, a,
         _NV_SRC.format(gpu=gpu, links=links, per=f"{per_link:g}", tot=f"{total:g}"),
-        note + _ALPHA_NOTE.format(a=1e-6), links,
+        note + _ALPHA_NOTE.format(a=a), links,
     )  # fmt: skip
 
 
-def _nic(gbit: int, std: str) -> LinkPreset:
+def _nic(adapter: str, std: str) -> LinkPreset:
+    gbit = table_fields("nic", adapter)["gbit_per_s"]
+    a = _alpha("nic")
     return LinkPreset(
-        f"nic-{gbit}g", "nic", gbit / BITS_PER_BYTE, 3e-6,
+        f"nic-{gbit}g", "nic", gbit / BITS_PER_BYTE, a,
         _NIC_SRC.format(std=std, gbit=gbit),
         f"{gbit} Gb/s = {gbit / BITS_PER_BYTE:g} GB/s per direction (InfiniBand or RoCE). "
-        + _ALPHA_NOTE.format(a=3e-6) + " Typical RDMA latencies are ~2-5 us.",
+        + _ALPHA_NOTE.format(a=a) + " Typical RDMA latencies are ~2-5 us.",
     )  # fmt: skip
 
 
+#: The link presets; their numbers are rows of ``data/interconnect.csv`` (PCIe x16 rates and
+#: the assumed latencies in ``table = link``, NVLink links and rates in ``table = nvlink``,
+#: NIC line rates in ``table = nic``).
 LINKS: dict[str, LinkPreset] = {
     preset.name: preset
     for preset in (
-        _pcie(3, "3.0", 8, 15.75),
-        _pcie(4, "4.0", 16, 31.5),
-        _pcie(5, "5.0", 32, 63.0),
-        _nvlink(1, "P100", 4, 40.0, secondary=True),
-        _nvlink(2, "V100", 6, 50.0, secondary=True),
-        _nvlink(3, "A100", 12, 50.0, secondary=False),
-        _nvlink(4, "H100", 18, 50.0, secondary=False),
-        _nvlink(5, "B200", 18, 100.0, secondary=False),
-        _nic(100, "EDR / 100GbE"),
-        _nic(200, "HDR / 200GbE"),
-        _nic(400, "NDR / 400GbE"),
+        _pcie(3, "3.0"),
+        _pcie(4, "4.0"),
+        _pcie(5, "5.0"),
+        _nvlink(1, "P100", secondary=True),
+        _nvlink(2, "V100", secondary=True),
+        _nvlink(3, "A100", secondary=False),
+        _nvlink(4, "H100", secondary=False),
+        _nvlink(5, "B200", secondary=False),
+        _nic("ConnectX-5", "EDR / 100GbE"),
+        _nic("ConnectX-6", "HDR / 200GbE"),
+        _nic("ConnectX-7", "NDR / 400GbE"),
     )
 }
 
