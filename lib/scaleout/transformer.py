@@ -35,6 +35,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from . import checks
+from . import data as _data
 
 MAX_DIM = 2**20
 MAX_LAYERS = 4096
@@ -249,51 +250,44 @@ class Transformer(Shape):
                                       self.swiglu))  # fmt: skip
 
 
-def _gpt(name, layers, hidden, heads):
-    return Transformer(layers, hidden, heads, name=name)
+def _shape_fields(name: str) -> dict:
+    """The numbers of model ``name`` in ``data/models.csv`` (layers, hidden, heads, and where
+    the source states them kv_heads, ffn, seq, vocab), as ints."""
+    return {v.get("field"): int(v.value) for v in _data.load("models") if v.get("model") == name}
 
 
-#: Narayanan et al. 2021, Table 1 (GPT, V = 51,200, s = 2,048), by their parameter labels.
+def _gpt(name):
+    return Transformer(**_shape_fields(name), name=name)
+
+
+#: Narayanan et al. 2021, Table 1 (GPT, V = 51,200, s = 2,048), by their parameter labels;
+#: the shapes are rows of ``data/models.csv``.
 NARAYANAN_TABLE1 = {
-    m.name: m
-    for m in (
-        _gpt("1.7B", 24, 2304, 24), _gpt("3.6B", 30, 3072, 32), _gpt("7.5B", 36, 4096, 32),
-        _gpt("18.4B", 40, 6144, 48), _gpt("39.1B", 48, 8192, 64), _gpt("76.1B", 60, 10240, 80),
-        _gpt("145.6B", 80, 12288, 96), _gpt("310.1B", 96, 16384, 128),
-        _gpt("529.6B", 105, 20480, 128), _gpt("1T", 128, 25600, 160),
-    )
+    name: _gpt(name)
+    for name in ("1.7B", "3.6B", "7.5B", "18.4B", "39.1B", "76.1B", "145.6B", "310.1B",
+                 "529.6B", "1T")
 }  # fmt: skip
 
 
-def _llama3(name, layers, hidden, heads, ffn, seq=8192):
-    return Transformer(layers, hidden, heads, kv_heads=8, ffn=ffn, swiglu=True, seq=seq,
-                       vocab=128256, tied=False, positions=False, name=name)  # fmt: skip
+def _llama(name):
+    return Transformer(**_shape_fields(name), swiglu=True, tied=False, positions=False, name=name)
 
 
-#: The models the book names, keyed by name. Sources. GPT-3 175B, Brown et al. 2020, Table 2.1
-#: (96 layers, h = 12,288, 96 heads, s = 2,048; V = 51,200 as in Narayanan et al.);
-#: Llama 2 70B, Touvron et al. 2023, Table 1 and the released config (80 layers, h = 8,192,
-#: 64 heads, 8 KV heads, SwiGLU FFN 28,672, V = 32,000, s = 4,096); Llama 3 8B, 70B and 405B,
-#: Llama team 2024 (arXiv 2407.21783), Table 3 (V = 128,256; s = 8,192 in the main
-#: pre-training stage); and Narayanan et al.'s Table 1 (:data:`NARAYANAN_TABLE1`).
+#: The models the book names, keyed by name; every shape is a row of ``data/models.csv``
+#: with its source: GPT-3 175B, Brown et al. 2020, Table 2.1 (96 layers, h = 12,288,
+#: 96 heads, s = 2,048; V = 51,200 as in Narayanan et al.); Llama 2 70B, Touvron et al. 2023,
+#: Table 1 and the released config (80 layers, h = 8,192, 64 heads, 8 KV heads, SwiGLU FFN
+#: 28,672, V = 32,000, s = 4,096); Llama 3 8B, 70B and 405B, Llama team 2024
+#: (arXiv 2407.21783), Table 3 (V = 128,256 in the released tokenizer; s = 8,192 in the main
+#: pre-training stage); and Narayanan et al.'s Table 1 (:data:`NARAYANAN_TABLE1`). The
+#: Llamas use SwiGLU, rotary positions and untied output layers (the papers' architecture
+#: sections).
 MODELS: dict[str, Transformer] = {
-    "GPT-3 175B": _gpt("GPT-3 175B", 96, 12288, 96),
-    "Llama 2 70B": Transformer(
-        80,
-        8192,
-        64,
-        kv_heads=8,
-        ffn=28672,
-        swiglu=True,
-        seq=4096,
-        vocab=32000,
-        tied=False,
-        positions=False,
-        name="Llama 2 70B",
-    ),  # fmt: skip
-    "Llama 3 8B": _llama3("Llama 3 8B", 32, 4096, 32, 14336),
-    "Llama 3 70B": _llama3("Llama 3 70B", 80, 8192, 64, 28672),
-    "Llama 3 405B": _llama3("Llama 3 405B", 126, 16384, 128, 53248),
+    "GPT-3 175B": _gpt("GPT-3 175B"),
+    "Llama 2 70B": _llama("Llama 2 70B"),
+    "Llama 3 8B": _llama("Llama 3 8B"),
+    "Llama 3 70B": _llama("Llama 3 70B"),
+    "Llama 3 405B": _llama("Llama 3 405B"),
     **NARAYANAN_TABLE1,
 }
 

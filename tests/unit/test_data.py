@@ -195,3 +195,18 @@ def test_interconnect_tables_are_built_from_the_csv():
     } | {("nic", r.adapter) for r in I.NIC_SPEEDS} | {
         ("link", k) for k in ("pcie3-x16", "pcie4-x16", "pcie5-x16", "pcie", "nvlink", "nic")
     }
+
+
+def test_the_model_registry_is_built_from_models_csv():
+    """Every shape number of transformer.MODELS is a row of models.csv, and every row is read."""
+    from scaleout import transformer as T
+
+    seen = set()
+    for v in data.load("models"):
+        m = T.MODELS[v.get("model")]
+        assert getattr(m, v.get("field")) == v.value, v
+        seen.add(v.get("model"))
+    assert seen == set(T.MODELS)
+    for m in T.MODELS.values():  # the fields a model has no row for are the dataclass defaults
+        rows = {v.get("field") for v in data.load("models") if v.get("model") == m.name}
+        assert {"layers", "hidden", "heads", "seq", "vocab"} <= rows, m.name
