@@ -210,3 +210,13 @@ def test_the_model_registry_is_built_from_models_csv():
     for m in T.MODELS.values():  # the fields a model has no row for are the dataclass defaults
         rows = {v.get("field") for v in data.load("models") if v.get("model") == m.name}
         assert {"layers", "hidden", "heads", "seq", "vocab"} <= rows, m.name
+
+
+def test_flash_rates_are_the_rows_of_attention_csv():
+    from scaleout.compute import flash as F
+
+    rows = {v.key: v for v in data.load("attention")}
+    assert F.FA3_FORWARD_FLOPS_PER_S == rows["fa3-forward-causal-hd128-16k"].value * 1e12
+    assert F.FA3_BACKWARD_FLOPS_PER_S == rows["fa3-backward-hd128-16k"].value * 1e12
+    assert F.BACKWARD_FACTOR == rows["fa2-backward-factor"].value
+    assert rows["fa3-forward-causal-hd128-16k"].get("mask") == "causal"

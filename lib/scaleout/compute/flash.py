@@ -33,23 +33,24 @@ from __future__ import annotations
 import functools
 from dataclasses import dataclass
 
-from .. import checks
+from .. import checks, data
 from .. import hardware as H
 from .roofline import DTYPE_BYTES
 
 MAX_SEQ = 2**24
 MAX_HEADS = 2**20
 MAX_BATCH = 2**20
+_ROWS = {v.key: v.value for v in data.load("attention")}  # data/attention.csv
 #: Backward FLOPs over forward FLOPs (FlashAttention-2, Dao 2023, Sec. 4.1).
-BACKWARD_FACTOR = 2.5
+BACKWARD_FACTOR = _ROWS["fa2-backward-factor"]
 #: FlashAttention-3's forward rate, BF16, H100 SXM5, causal, head dimension 128, 16K tokens
 #: (Shah et al. 2024, arXiv 2407.08608, Fig. 5d; also ``assets/flash3_fp16_fwd.png`` of
 #: Dao-AILab/flash-attention). The paper's "up to 740 TFLOPs/s" is the forward without the
 #: mask at head dimension 256 (756 in Fig. 5e), a best case no Llama layer reaches.
-FA3_FORWARD_FLOPS_PER_S = 616e12
+FA3_FORWARD_FLOPS_PER_S = _ROWS["fa3-forward-causal-hd128-16k"] * 1e12
 #: FlashAttention-3's backward rate (FLOPs counted as 2.5 x the forward's), head dimension
 #: 128, 16K tokens, without the mask (Shah et al. 2024, Fig. 6).
-FA3_BACKWARD_FLOPS_PER_S = 561e12
+FA3_BACKWARD_FLOPS_PER_S = _ROWS["fa3-backward-hd128-16k"] * 1e12
 #: GPUs with measured rates (the H200 has the H100's chip and clocks).
 MEASURED = {"H100-SXM": "measured", "H200": "measured on the H100 SXM5 (same chip and clocks)"}
 _SOURCE = "FlashAttention-3, Shah et al. 2024 (arXiv 2407.08608), Fig. 5d and 6"

@@ -10,7 +10,8 @@ of a :class:`scaleout.hardware.GPU` field); for ``congestion.csv``, ``quantity``
 ``failures.csv``, ``run``, ``quantity`` and ``category``; for ``interconnect.csv`` (the
 NVLink, NVSwitch, system, PCIe, NIC and link tables of :mod:`scaleout.hardware`), ``table``,
 ``row`` and ``field``; for ``models.csv`` (the shapes of :data:`scaleout.transformer.MODELS`),
-``model`` and ``field``. ``kind`` says
+``model`` and ``field``; for ``attention.csv`` (FlashAttention's measured rates), ``gpu``,
+``dtype``, ``pass``, ``mask``, ``head_dim`` and ``seq``. ``kind`` says
 how the number was obtained: ``measured`` (a measurement the source reports), ``read-off``
 (read from a figure, with its reading uncertainty), ``stated`` (a specification or a value
 the source states, or simple arithmetic on stated values, said in the note) and
