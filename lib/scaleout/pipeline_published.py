@@ -64,10 +64,18 @@ def _rows_of(study, quantity, **setting):
     return out
 
 
+def _one(study, quantity, **setting) -> data.Value:
+    """The one row of ``study`` giving ``quantity`` in the setting (two are an error)."""
+    rows = _rows_of(study, quantity, **setting)
+    if len(rows) != 1:
+        raise ValueError(f"pipeline.csv must have one {quantity!r} row of {study!r} with "
+                         f"{setting}, has {len(rows)}")  # fmt: skip
+    return rows[0]
+
+
 def _stated(study, quantity, **setting) -> int:
     """The one whole number of ``study`` giving ``quantity``."""
-    (row,) = _rows_of(study, quantity, **setting)
-    return _whole(row)
+    return _whole(_one(study, quantity, **setting))
 
 
 def _source(study, quantity="throughput") -> str:
@@ -112,14 +120,14 @@ _QI_MEASURED = {
 }  # fmt: skip
 # Table 9: (T_F, T_B, T_W, T_comm) in ms, one tuple per micro-batch count.
 _QI_PROFILE = {
-    model: tuple(tuple(_rows_of("qi2024", q, model=model, m=m)[0].value for q in _QI_TIMES)
+    model: tuple(tuple(_one("qi2024", q, model=model, m=m).value for q in _QI_TIMES)
                  for m in ms)
     for model, (_, _, _, ms) in _QI_SETUP.items()
 }  # fmt: skip
 # SC21 Figure 12: batch size -> (non-interleaved, interleaved) TFLOP/s per GPU, read off.
 _FIG12 = {
-    int(B): tuple(_whole(v) for s in ("non-interleaved", "interleaved")
-                  for v in _rows_of("sc21-fig12", "throughput", batch=B, schedule=s))
+    int(B): tuple(_stated("sc21-fig12", "throughput", batch=B, schedule=s)
+                  for s in ("non-interleaved", "interleaved"))
     for B in dict.fromkeys(v.get("batch") for v in _rows_of("sc21-fig12", "throughput"))
 }  # fmt: skip
 # Its setup (run_figure_12.sh): stages, micro-batch size and chunks per stage v (the

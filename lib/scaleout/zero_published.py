@@ -51,8 +51,12 @@ _DATA = data.load("zero")
 
 def _stated(quantity, model, gpus="") -> int:
     """The whole number ``quantity`` of ``model`` (and run on ``gpus``) in zero.csv."""
-    (row,) = [v for v in _DATA if (v.get("quantity"), v.get("model"), v.get("gpus"))
-              == (quantity, model, str(gpus))]  # fmt: skip
+    rows = [v for v in _DATA if (v.get("quantity"), v.get("model"), v.get("gpus"))
+            == (quantity, model, str(gpus))]  # fmt: skip
+    if len(rows) != 1:
+        raise ValueError(f"zero.csv must have one {quantity!r} row of {model!r} on "
+                         f"{gpus or 'any'} GPUs, has {len(rows)}")  # fmt: skip
+    (row,) = rows
     if not float(row.value).is_integer():
         raise ValueError(f"zero.csv row {row.key!r} must be a whole number, got {row.value!r}")
     return int(row.value)
