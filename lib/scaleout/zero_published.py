@@ -6,11 +6,11 @@ bytes.
 Source of the rows: Narayanan et al., "Efficient Large-Scale Language Model Training on GPU
 Clusters Using Megatron-LM", SC21 (arXiv 2104.04473), Table 2, the rows "ZeRO-3 without
 Model Parallelism": DeepSpeed ZeRO-3 on DGX A100 80 GB servers (8 GPUs and 8 x 200 Gb/s
-HDR InfiniBand per server, section 5), GPT models of 174.6B parameters (96 layers,
-h = 12288, 96 heads) and 529.6B (105 layers, h = 20480, 128 heads; their Table 1), s = 2048,
-V = 51200, and the achieved teraFLOP/s per GPU of their eq. 3, which counts the forward
-pass that activation recomputation repeats. The global batch is 1536 (174.6B) and 2240 or
-2560 (529.6B; the run on 640 GPUs needed the larger batch, their footnote).
+HDR InfiniBand per server, section 5), GPT models of 174.6B parameters (GPT-3 175B's shape,
+96 layers, h = 12288, 96 heads) and 529.6B (105 layers, h = 20480, 128 heads; their Table 1),
+s = 2048, V = 51200, and the achieved teraFLOP/s per GPU of their eq. 3, which counts the
+forward pass that activation recomputation repeats. The global batch is 1536 (174.6B) and
+2240 or 2560 (529.6B; the run on 640 GPUs needed the larger batch, their footnote).
 
 The model (chapter 6, :func:`predict`): per GPU and micro-batch of ``b`` sequences, compute
 K = eq. 3 FLOPs of b sequences / ``rate``; communication C = two all-gathers and one
@@ -135,7 +135,7 @@ def _runs():
 
 
 #: Narayanan et al. SC21, Table 2, "ZeRO-3 without Model Parallelism" (teraFLOP/s per GPU);
-#: shapes from their Table 1.
+#: shapes: GPT-3 175B (Brown et al. 2020, Table 2.1) and their Table 1's 529.6B.
 SC21_ZERO3 = tuple(_runs())
 
 
