@@ -2,7 +2,9 @@
 
 Taught in chapter 5 ("Pipeline parallelism"). The simulator of :mod:`scaleout.pipeline`
 predicts step times; here its predictions sit beside measurements published by others,
-with nothing fitted: every input is a number the source states.
+with nothing fitted: every input is a number the source states. Every published number
+(measurements, read-off values, setups, profiled times) is a row of
+``scaleout/data/pipeline.csv`` with its references.bib key, locator and kind.
 
 * **Qi et al. 2024** (zero bubble; the version of ``paper.pdf`` in the authors'
   repository sail-sg/zero-bubble-pipeline-parallelism, commit 3a91d0c): Table 4 measures
@@ -36,64 +38,127 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from . import checks
+from . import checks, data
 from . import compute as C
 from . import pipeline as P
 from .compute.validation import spearman
 
-QI = "qi2024zerobubble Table 4 (measured), Tables 3 and 9 (setup, profiled times)"
-SC21_FIG12 = "narayanan2021megatron Figure 12 (read off), megatronsc21 run_figure_12.sh"
-GPIPE = "huang2019gpipe Table 2"
-SC21_FIG16 = "narayanan2021megatron Figure 16 (read off), Section 5.5; run_figure_16.sh"
-SC21_FIG7 = "narayanan2021megatron Figure 7 (read off), Section 3.4"
+#: Every number below comes from ``scaleout/data/pipeline.csv`` (one number a row, each with
+#: its source key, locator and kind; ``study`` names the table or figure).
+_DATA = data.load("pipeline")
+
+
+def _whole(v: data.Value) -> int:
+    """The row's value as an ``int`` (the loader reads most units as float)."""
+    if not float(v.value).is_integer():
+        raise ValueError(f"pipeline.csv row {v.key!r} must be a whole number, got {v.value!r}")
+    return int(v.value)
+
+
+def _rows_of(study, quantity, **setting):
+    """The rows of ``study`` giving ``quantity`` whose setting matches, in file order."""
+    out = [v for v in _DATA if v.get("study") == study and v.get("quantity") == quantity
+           and all(v.get(k) == str(x) for k, x in setting.items())]  # fmt: skip
+    if not out:
+        raise ValueError(f"pipeline.csv has no {quantity!r} row of {study!r} with {setting}")
+    return out
+
+
+def _one(study, quantity, **setting) -> data.Value:
+    """The one row of ``study`` giving ``quantity`` in the setting (two are an error)."""
+    rows = _rows_of(study, quantity, **setting)
+    if len(rows) != 1:
+        raise ValueError(f"pipeline.csv must have one {quantity!r} row of {study!r} with "
+                         f"{setting}, has {len(rows)}")  # fmt: skip
+    return rows[0]
+
+
+def _stated(study, quantity, **setting) -> int:
+    """The one whole number of ``study`` giving ``quantity``."""
+    return _whole(_one(study, quantity, **setting))
+
+
+def _source(study, quantity="throughput") -> str:
+    """The references.bib key of ``study``'s measurements."""
+    (key,) = {v.source for v in _rows_of(study, quantity)}
+    return key
+
+
+def _models(study) -> tuple[str, ...]:
+    return tuple(dict.fromkeys(v.get("model") for v in _DATA if v.get("study") == study))
+
+
+QI = f"{_source('qi2024')} Table 4 (measured), Tables 3 and 9 (setup, profiled times)"
+SC21_FIG12 = (f"{_source('sc21-fig12')} Figure 12 (read off), "
+              f"{_source('sc21-fig12', 'pipeline stages')} run_figure_12.sh")  # fmt: skip
+GPIPE = f"{_source('gpipe', 'normalised throughput')} Table 2"
+SC21_FIG16 = f"{_source('sc21-fig16')} Figure 16 (read off), Section 5.5; run_figure_16.sh"
+SC21_FIG7 = f"{_source('sc21-fig7')} Figure 7 (read off), Section 3.4"
 #: The simulator's schedule for each published one; "none" means no bubble (the ideal time).
 SIMULATED = {"1F1B": "1f1b", "1F1B-I": "interleaved", "ZB-1p": "zb-h1", "ZB-2p": "none",
              "non-interleaved": "1f1b", "interleaved": "interleaved", "GPipe": "gpipe"}  # fmt: skip
+_QI_TIMES = ("T_F", "T_B", "T_W", "T_comm")
 
-# Qi et al.: model -> (p, b, layers, micro-batch counts); Table 3.
-_QI_SETUP = {"1.5B": (8, 6, 22, (24, 32, 64)), "6.2B": (8, 3, 30, (24, 32, 64)),
-             "14.6B": (16, 1, 46, (48, 64, 128)), "28.3B": (32, 1, 62, (96, 128, 256))}  # fmt: skip
+
+def _qi_setup(model):
+    ms = tuple(
+        dict.fromkeys(int(v.get("m")) for v in _rows_of("qi2024", "throughput", model=model))
+    )
+    return (_stated("qi2024", "pipeline stages", model=model),
+            _stated("qi2024", "micro-batch size", model=model),
+            _stated("qi2024", "layers", model=model), ms)  # fmt: skip
+
+
+# Qi et al.: model -> (p, b, layers, micro-batch counts); Table 3 (the counts: Table 4's).
+_QI_SETUP = {model: _qi_setup(model) for model in _models("qi2024")}
 # Table 4, samples per GPU per second, one value per micro-batch count.
 _QI_MEASURED = {
-    "1.5B": {"ZB-2p": (14.5, 14.8, 14.9), "ZB-1p": (12.9, 13.4, 14.2),
-             "1F1B": (11.8, 12.5, 13.6), "1F1B-I": (13.1, 13.4, 13.9)},
-    "6.2B": {"ZB-2p": (4.32, 4.35, 4.39), "ZB-1p": (3.88, 4.00, 4.20),
-             "1F1B": (3.50, 3.70, 4.03), "1F1B-I": (4.01, 4.08, 4.19)},
-    "14.6B": {"ZB-2p": (1.81, 1.83, 1.85), "ZB-1p": (1.61, 1.67, 1.76),
-              "1F1B": (1.40, 1.49, 1.64), "1F1B-I": (1.54, 1.59, 1.66)},
-    "28.3B": {"ZB-2p": (0.99, 1.00, 1.00), "ZB-1p": (0.87, 0.90, 0.96),
-              "1F1B": (0.76, 0.80, 0.88), "1F1B-I": (0.82, 0.85, 0.90)},
+    model: {s: tuple(v.value for v in _rows_of("qi2024", "throughput", model=model, schedule=s))
+            for s in dict.fromkeys(v.get("schedule")
+                                   for v in _rows_of("qi2024", "throughput", model=model))}
+    for model in _QI_SETUP
 }  # fmt: skip
 # Table 9: (T_F, T_B, T_W, T_comm) in ms, one tuple per micro-batch count.
 _QI_PROFILE = {
-    "1.5B": ((18.522, 18.086, 9.337, 0.601), (18.513, 18.086, 9.331, 0.626),
-             (18.546, 18.097, 9.321, 0.762)),
-    "6.2B": ((29.718, 29.444, 19.927, 0.527), (29.802, 29.428, 19.530, 0.577),
-             (29.935, 29.621, 19.388, 0.535)),
-    "14.6B": ((11.347, 11.248, 8.132, 0.377), (11.307, 11.254, 8.101, 0.379),
-              (11.325, 11.308, 8.109, 0.378)),
-    "28.3B": ((10.419, 10.207, 7.715, 0.408), (10.408, 10.204, 7.703, 0.408),
-              (10.402, 10.248, 7.698, 0.460)),
+    model: tuple(tuple(_one("qi2024", q, model=model, m=m).value for q in _QI_TIMES)
+                 for m in ms)
+    for model, (_, _, _, ms) in _QI_SETUP.items()
 }  # fmt: skip
 # SC21 Figure 12: batch size -> (non-interleaved, interleaved) TFLOP/s per GPU, read off.
-_FIG12 = {12: (82, 119), 24: (109, 134), 36: (122, 141), 48: (130, 143), 60: (135, 146)}
-# GPipe Table 2: model -> {(K, M): normalised throughput}.
-_GPIPE = {
-    "AmoebaNet-D": {(2, 1): 1.0, (4, 1): 1.13, (8, 1): 1.38, (2, 4): 1.07, (4, 4): 1.26,
-                    (8, 4): 1.72, (2, 32): 1.21, (4, 32): 1.84, (8, 32): 3.48},
-    "Transformer-48": {(2, 1): 1.0, (4, 1): 1.07, (8, 1): 1.3, (2, 4): 1.7, (4, 4): 3.2,
-                       (8, 4): 4.8, (2, 32): 1.8, (4, 32): 3.4, (8, 32): 6.3},
+_FIG12 = {
+    int(B): tuple(_stated("sc21-fig12", "throughput", batch=B, schedule=s)
+                  for s in ("non-interleaved", "interleaved"))
+    for B in dict.fromkeys(v.get("batch") for v in _rows_of("sc21-fig12", "throughput"))
 }  # fmt: skip
+# Its setup (run_figure_12.sh): stages, micro-batch size and chunks per stage v (the
+# interleaved runs hold 2 of a stage's 96 / 12 = 8 layers per chunk).
+_FIG12_P = _stated("sc21-fig12", "pipeline stages")
+_FIG12_B = _stated("sc21-fig12", "micro-batch size")
+_FIG12_V = (_stated("sc21-fig12", "layers") // _FIG12_P
+            // _stated("sc21-fig12", "layers per virtual stage"))  # fmt: skip
+# GPipe Table 2: model -> {(K, M): normalised throughput}.
+_GPIPE = {model: {(int(v.get("p")), int(v.get("m"))): v.value
+                  for v in _rows_of("gpipe", "normalised throughput", model=model)}
+          for model in _models("gpipe")}  # fmt: skip
 #: SC21 Figure 16, read off the figure, TFLOP/s per GPU by batch and micro-batch size (the
 #: text says the best micro-batch size is 2).
-FIG16_MEASURED = {128: {1: 156, 2: 159, 4: 139, 8: 120}, 512: {1: 162, 2: 171, 4: 160, 8: 154}}
+FIG16_MEASURED = {
+    int(B): {int(v.get("b")): _whole(v) for v in _rows_of("sc21-fig16", "throughput", batch=B)}
+    for B in dict.fromkeys(v.get("batch") for v in _rows_of("sc21-fig16", "throughput"))
+}  # fmt: skip
 #: SC21 Figure 7, read off the figure, TFLOP/s on one GPU by micro-batch size (the text says
 #: up to 1.3 times from the smallest to the largest).
-FIG7_MEASURED = {1: 68, 2: 78, 4: 86, 8: 89, 16: 91}
+FIG7_MEASURED = {int(v.get("b")): _whole(v) for v in _rows_of("sc21-fig7", "throughput")}
 #: The 91B model of Figure 16 and the 1B model of Figure 7 (run_figure_16.sh, Section 3.4).
-FIG16_LAYER = C.Layer(hidden=15360, heads=128, seq=2048)
-FIG16_SETUP = dict(n_layers=32, p=8, t=8, recompute="full")
-FIG7_LAYER = C.Layer(hidden=4096, heads=128, seq=2048)
+FIG16_LAYER = C.Layer(hidden=_stated("sc21-fig16", "hidden size"),
+                      heads=_stated("sc21-fig16", "attention heads"),
+                      seq=_stated("sc21", "sequence length"))  # fmt: skip
+FIG16_SETUP = dict(n_layers=_stated("sc21-fig16", "layers"),
+                   p=_stated("sc21-fig16", "pipeline stages"),
+                   t=_stated("sc21-fig16", "tensor-parallel size"), recompute="full")  # fmt: skip
+FIG7_LAYER = C.Layer(hidden=_stated("sc21-fig7", "hidden size"),
+                     heads=_stated("sc21-fig7", "attention heads"),
+                     seq=_stated("sc21", "sequence length"))  # fmt: skip
 
 
 @dataclass(frozen=True)
@@ -168,14 +233,14 @@ def sc21_interleaving_rows() -> tuple[Row, ...]:
     """SC21 Figure 12: each point's TFLOP/s per GPU relative to the non-interleaved run at
     B = 12 (the reference, left out), predicted as the simulated speed (B / step) over the
     reference's. A throughput ratio at fixed FLOPs per sample is a speed ratio."""
-    p, v, t_f, t_b = 12, 4, 1.0, 3.0  # full recomputation: backward = 2 t_f + recompute t_f
-    speed = {(B, s): B / step_ms(s, p, B, t_f, t_b, v=v if s == "interleaved" else 1)
+    p, v, t_f, t_b = _FIG12_P, _FIG12_V, 1.0, 3.0  # full recomputation: t_b = 2 t_f + t_f
+    speed = {(B, s): B / step_ms(s, p, B // _FIG12_B, t_f, t_b, v=v if s == "interleaved" else 1)
              for B in _FIG12 for s in ("1f1b", "interleaved")}  # fmt: skip
     rows = []
     for B, values in _FIG12.items():
         for k, sched in enumerate(("non-interleaved", "interleaved")):
             if (B, k) != (12, 0):
-                rows.append(Row(SC21_FIG12, f"GPT-3 175B, p = 12, B = m = {B}", sched,
+                rows.append(Row(SC21_FIG12, f"GPT-3 175B, p = {p}, B = m = {B}", sched,
                                 values[k] / _FIG12[12][0],
                                 speed[(B, SIMULATED[sched])] / speed[(12, "1f1b")],
                                 "relative to non-interleaved, B = 12"))  # fmt: skip

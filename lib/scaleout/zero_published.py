@@ -6,11 +6,11 @@ bytes.
 Source of the rows: Narayanan et al., "Efficient Large-Scale Language Model Training on GPU
 Clusters Using Megatron-LM", SC21 (arXiv 2104.04473), Table 2, the rows "ZeRO-3 without
 Model Parallelism": DeepSpeed ZeRO-3 on DGX A100 80 GB servers (8 GPUs and 8 x 200 Gb/s
-HDR InfiniBand per server, section 5), GPT models of 174.6B parameters (96 layers,
-h = 12288, 96 heads) and 529.6B (105 layers, h = 20480, 128 heads; their Table 1), s = 2048,
-V = 51200, and the achieved teraFLOP/s per GPU of their eq. 3, which counts the forward
-pass that activation recomputation repeats. The global batch is 1536 (174.6B) and 2240 or
-2560 (529.6B; the run on 640 GPUs needed the larger batch, their footnote).
+HDR InfiniBand per server, section 5), GPT models of 174.6B parameters (GPT-3 175B's shape,
+96 layers, h = 12288, 96 heads) and 529.6B (105 layers, h = 20480, 128 heads; their Table 1),
+s = 2048, V = 51200, and the achieved teraFLOP/s per GPU of their eq. 3, which counts the
+forward pass that activation recomputation repeats. The global batch is 1536 (174.6B) and
+2240 or 2560 (529.6B; the run on 640 GPUs needed the larger batch, their footnote).
 
 The model (chapter 6, :func:`predict`): per GPU and micro-batch of ``b`` sequences, compute
 K = eq. 3 FLOPs of b sequences / ``rate``; communication C = two all-gathers and one
@@ -26,6 +26,10 @@ number is fitted, the sustained compute ``rate``, on one row (:func:`fit_rate`);
 variant also fits a ``comm_slowdown`` factor on the collectives' NCCL time, on another row
 (:func:`fit_comm_slowdown`): how much slower than NCCL's model the run's collectives
 must have been.
+
+Every published number here (the runs' shapes, GPUs, batches and measured teraFLOP/s, the
+GPUs per server) is a row of ``scaleout/data/zero.csv`` with its references.bib key, locator
+and kind.
 """
 
 from __future__ import annotations
@@ -33,7 +37,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
-from . import checks, deepspeed_zero3, memory, nccl
+from . import checks, data, deepspeed_zero3, memory, nccl
 
 #: Most GPUs of a run (the book's 65,536-rank case).
 MAX_GPUS = 65536
@@ -41,6 +45,28 @@ MAX_GPUS = 65536
 #: (gradients reduce-scattered per tensor, ``contiguous_gradients`` on; or, with the
 #: release's default, all-reduced in buckets: "per-call-allreduce").
 PRICINGS = ("whole", "per-call", "per-call-allreduce")
+# The published numbers: scaleout/data/zero.csv (Narayanan et al. SC21, Tables 1 and 2).
+_DATA = data.load("zero")
+
+
+def _stated(quantity, model, gpus="") -> int:
+    """The whole number ``quantity`` of ``model`` (and run on ``gpus``) in zero.csv."""
+    rows = [v for v in _DATA if (v.get("quantity"), v.get("model"), v.get("gpus"))
+            == (quantity, model, str(gpus))]  # fmt: skip
+    if len(rows) != 1:
+        raise ValueError(f"zero.csv must have one {quantity!r} row of {model!r} on "
+                         f"{gpus or 'any'} GPUs, has {len(rows)}")  # fmt: skip
+    (row,) = rows
+    if not float(row.value).is_integer():
+        raise ValueError(f"zero.csv row {row.key!r} must be a whole number, got {row.value!r}")
+    return int(row.value)
+
+
+_PER_SERVER = _stated("GPUs per server", "DGX A100")
+_SEQ, _VOCAB = (
+    _stated("sequence length", "every GPT model"),
+    _stated("vocabulary", "every GPT model"),
+)
 
 
 @dataclass(frozen=True)
@@ -56,14 +82,14 @@ class Zero3Run:
     batch: int
     microbatch: int
     tflops: float
-    seq: int = 2048
-    vocab: int = 51200
+    seq: int = _SEQ
+    vocab: int = _VOCAB
 
     def __post_init__(self):
         _ = self.model  # the GPT shape, checked by memory.Transformer
-        checks.integer("gpus", self.gpus, 8, MAX_GPUS)
-        if self.gpus % 8:
-            raise checks.fail("gpus", "a multiple of 8 (DGX A100 servers)", self.gpus)
+        checks.integer("gpus", self.gpus, _PER_SERVER, MAX_GPUS)
+        if self.gpus % _PER_SERVER:
+            raise checks.fail("gpus", f"a multiple of {_PER_SERVER} (DGX A100 servers)", self.gpus)
         checks.integer("batch", self.batch, 1, 2**24)
         checks.integer("microbatch", self.microbatch, 1, 2**16)
         if self.batch % (self.gpus * self.microbatch):
@@ -88,16 +114,29 @@ class Zero3Run:
         return self.batch // (self.gpus * self.microbatch)
 
 
-_175B, _530B = (96, 12288, 96), (105, 20480, 128)
-#: Narayanan et al. SC21, Table 2, "ZeRO-3 without Model Parallelism" (teraFLOP/s per GPU).
-SC21_ZERO3 = (
-    Zero3Run("174.6B, 384 GPUs", *_175B, gpus=384, batch=1536, microbatch=4, tflops=144),
-    Zero3Run("174.6B, 768 GPUs", *_175B, gpus=768, batch=1536, microbatch=2, tflops=88),
-    Zero3Run("174.6B, 1536 GPUs", *_175B, gpus=1536, batch=1536, microbatch=1, tflops=44),
-    Zero3Run("529.6B, 640 GPUs", *_530B, gpus=640, batch=2560, microbatch=4, tflops=138),
-    Zero3Run("529.6B, 1120 GPUs", *_530B, gpus=1120, batch=2240, microbatch=2, tflops=98),
-    Zero3Run("529.6B, 2240 GPUs", *_530B, gpus=2240, batch=2240, microbatch=1, tflops=48),
-)
+def _runs():
+    models = {
+        m: tuple(_stated(q, m) for q in ("layers", "hidden size", "attention heads"))
+        for m in dict.fromkeys(v.get("model") for v in _DATA if v.get("quantity") == "layers")
+    }
+    for v in _DATA:
+        if v.get("quantity") == "throughput":
+            m, gpus = v.get("model"), int(v.get("gpus"))
+            yield Zero3Run(
+                f"{m}, {gpus} GPUs",
+                *models[m],
+                gpus=gpus,
+                batch=_stated("global batch", m, gpus),
+                microbatch=_stated("micro-batch size", m, gpus),
+                tflops=_stated("throughput", m, gpus),
+                seq=_SEQ,
+                vocab=_VOCAB,
+            )
+
+
+#: Narayanan et al. SC21, Table 2, "ZeRO-3 without Model Parallelism" (teraFLOP/s per GPU);
+#: shapes: GPT-3 175B (Brown et al. 2020, Table 2.1) and their Table 1's 529.6B.
+SC21_ZERO3 = tuple(_runs())
 
 
 def eq3_flops(run: Zero3Run, sequences) -> float:
@@ -134,7 +173,7 @@ def comm_seconds(run: Zero3Run, pricing="whole") -> float:
     ``contiguous_gradients=False``, ``"per-call-allreduce"``)."""
     checks.instance("run", run, Zero3Run)
     checks.choice("pricing", pricing, PRICINGS)
-    topo = nccl.topology("dgx-a100", nodes=run.gpus // 8)
+    topo = nccl.topology("dgx-a100", nodes=run.gpus // _PER_SERVER)
     if pricing != "whole":
         shapes = deepspeed_zero3.gpt_parameters(run.layers, run.hidden, run.seq, run.vocab)
         calls = deepspeed_zero3.calls(shapes, contiguous_gradients=pricing == "per-call")
