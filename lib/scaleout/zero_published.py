@@ -27,9 +27,9 @@ variant also fits a ``comm_slowdown`` factor on the collectives' NCCL time, on a
 (:func:`fit_comm_slowdown`): how much slower than NCCL's model the run's collectives
 must have been.
 
-Every published number here (the runs' shapes, GPUs, batches and measured teraFLOP/s, the
-GPUs per server) is a row of ``scaleout/data/zero.csv`` with its references.bib key, locator
-and kind.
+Every published number here (the runs' GPUs, batches and measured teraFLOP/s, the GPUs per
+server) is a row of ``scaleout/data/zero.csv`` with its references.bib key, locator and kind;
+the runs' shapes are :data:`scaleout.transformer.MODELS`' (rows of ``data/models.csv``).
 """
 
 from __future__ import annotations
@@ -37,7 +37,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
-from . import checks, data, deepspeed_zero3, memory, nccl
+from . import checks, data, deepspeed_zero3, memory, nccl, transformer
 
 #: Most GPUs of a run (the book's 65,536-rank case).
 MAX_GPUS = 65536
@@ -45,7 +45,7 @@ MAX_GPUS = 65536
 #: (gradients reduce-scattered per tensor, ``contiguous_gradients`` on; or, with the
 #: release's default, all-reduced in buckets: "per-call-allreduce").
 PRICINGS = ("whole", "per-call", "per-call-allreduce")
-# The published numbers: scaleout/data/zero.csv (Narayanan et al. SC21, Tables 1 and 2).
+# The published numbers: scaleout/data/zero.csv (Narayanan et al. SC21, Table 2 and Section 5).
 _DATA = data.load("zero")
 
 
@@ -63,10 +63,10 @@ def _stated(quantity, model, gpus="") -> int:
 
 
 _PER_SERVER = _stated("GPUs per server", "DGX A100")
-_SEQ, _VOCAB = (
-    _stated("sequence length", "every GPT model"),
-    _stated("vocabulary", "every GPT model"),
-)
+#: The runs' models in :data:`scaleout.transformer.MODELS` (its shapes are rows of
+#: ``data/models.csv``): Table 2's 174.6B is GPT-3 175B's shape, its 529.6B Table 1's row.
+MODELS = {"174.6B": "GPT-3 175B", "529.6B": "529.6B"}
+_SEQ, _VOCAB = (transformer.MODELS["529.6B"].seq, transformer.MODELS["529.6B"].vocab)
 
 
 @dataclass(frozen=True)
@@ -115,22 +115,21 @@ class Zero3Run:
 
 
 def _runs():
-    models = {
-        m: tuple(_stated(q, m) for q in ("layers", "hidden size", "attention heads"))
-        for m in dict.fromkeys(v.get("model") for v in _DATA if v.get("quantity") == "layers")
-    }
+    models = {m: transformer.MODELS[name] for m, name in MODELS.items()}
     for v in _DATA:
         if v.get("quantity") == "throughput":
             m, gpus = v.get("model"), int(v.get("gpus"))
             yield Zero3Run(
                 f"{m}, {gpus} GPUs",
-                *models[m],
+                models[m].layers,
+                models[m].hidden,
+                models[m].heads,
                 gpus=gpus,
                 batch=_stated("global batch", m, gpus),
                 microbatch=_stated("micro-batch size", m, gpus),
                 tflops=_stated("throughput", m, gpus),
-                seq=_SEQ,
-                vocab=_VOCAB,
+                seq=models[m].seq,
+                vocab=models[m].vocab,
             )
 
 
