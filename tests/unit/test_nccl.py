@@ -371,6 +371,11 @@ def test_published_records_are_built_from_nccl_csv(monkeypatch):
     from scaleout import data
 
     rows = data.load("nccl")
+    # every row is read: three tables, and each record's quantities are ones the module reads
+    assert {v.get("table") for v in rows} == {"measurements", "alltoall", "nccl printed"}
+    known = {"busbw", "time", "message size", "nodes", "GPUs per node", "NICs per node",
+             "NIC speed"}  # fmt: skip
+    assert {v.get("quantity") for v in rows} == known
     for table, records in (("measurements", published.MEASUREMENTS),
                            ("alltoall", published.ALLTOALL)):  # fmt: skip
         mine = [v for v in rows if v.get("table") == table]
