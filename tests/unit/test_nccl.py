@@ -3,6 +3,7 @@ published measurements and the properties any such model must have."""
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import os
 import re
@@ -362,6 +363,67 @@ def test_alltoall_rows_cover_single_and_multi_node_and_rank_them():
     assert abs(by["8x A100, one node"]["predicted"] - 240) < 1
     for r in rows:  # the book's model is an upper bound: every published row is at or below
         assert r["error"] > 0
+
+
+def test_published_records_are_built_from_nccl_csv(monkeypatch):
+    """Issue 24: every number of MEASUREMENTS, ALLTOALL and NCCL_PRINTED is a row of
+    data/nccl.csv (one record per table and label, in file order)."""
+    from scaleout import data
+
+    rows = data.load("nccl")
+    # every row is read: three tables, and each record's quantities are ones the module reads
+    assert {v.get("table") for v in rows} == {"measurements", "alltoall", "nccl printed"}
+    known = {"busbw", "time", "message size", "nodes", "GPUs per node", "NICs per node",
+             "NIC speed"}  # fmt: skip
+    assert {v.get("quantity") for v in rows} == known
+    for table, records in (("measurements", published.MEASUREMENTS),
+                           ("alltoall", published.ALLTOALL)):  # fmt: skip
+        mine = [v for v in rows if v.get("table") == table]
+        assert [m.label for m in records] == list(dict.fromkeys(v.get("label") for v in mine))
+        for m in records:
+            q = {v.get("quantity"): v for v in mine if v.get("label") == m.label}
+            assert m.measured == q[m.kind].value and type(m.measured) is float
+            assert q[m.kind].unit == {"busbw": "GB/s", "time": "us"}[m.kind]
+            assert m.nbytes == q["message size"].value and type(m.nbytes) is int
+            assert (m.topo.nodes, m.topo.gpus_per_node) == (
+                q["nodes"].value,
+                q["GPUs per node"].value,
+            )
+            assert m.note == q[m.kind].note and m.release == q[m.kind].get("release")
+            assert m.topo.nvls == (q[m.kind].get("nvls") == "on")
+            # the address shown is the bib entry's (a GTC talk: the slide's image)
+            key = q[m.kind].source
+            issue = re.fullmatch(r"(nccl|nccltests)issue(\d+)", key)
+            assert m.source == {
+                "bekman2024mlengineering": published.ML_ENG,
+                "gtc2024s62129": published.GTC24_NVLSTREE,
+                "gtc2025s72583": published.GTC25_A2A if table == "alltoall" else published.GTC25_AR,
+            }.get(key) or m.source.endswith(
+                f"/{'nccl-tests' if issue[1] == 'nccltests' else 'nccl'}/issues/{issue[2]}"
+            )
+    printed = [v for v in rows if v.get("table") == "nccl printed" and v.get("quantity") == "time"]
+    assert [t for *_, t in published.NCCL_PRINTED["points"]] == [v.value for v in printed]
+    assert published.NCCL_PRINTED["topo"].nic_gbps == 200.0
+    # the records follow the file: a changed row changes the record
+    changed = tuple(
+        dataclasses.replace(v, value=2 * v.value) if v.key == "8xa100-1-node" else v for v in rows
+    )
+    monkeypatch.setattr(published.data, "load", lambda name: changed)
+    assert published._measurements("measurements")[0].measured == 2 * 234.89
+
+
+def test_the_validation_rows_have_one_check():
+    """split_summary and the validation figure and table share published._check_rows."""
+    from scaleout.viz import nccl as VN
+
+    rows = published.rows()
+    for call in (published.split_summary, VN.validation_table, VN.validation_figure):
+        for bad in ([], [{"kind": "busbw"}], rows * 300, "rows"):
+            with pytest.raises(ValueError, match="rows must be a non-empty list of at most"):
+                call(bad)
+        bad = dict(rows[0], measured=-1.0)
+        with pytest.raises(ValueError, match="measured must be"):
+            call([bad])
 
 
 def test_demo_rejects_bad_arguments_before_starting():

@@ -744,3 +744,22 @@ def test_published_loss_results_beside_the_simulator():
         RP.simulated("goodput_fraction", 0.01)
     with pytest.raises(ValueError, match="strategy must be None"):
         RP.LossResult("k", "s", "x", 0.01, "sr_over_gbn", 2.0, "about", "go-back-n")
+
+
+def test_published_loss_results_are_rows_of_rdma_csv():
+    """Issue 24: each LossResult's value and loss rate are rows of data/rdma.csv, with a
+    references.bib key; the source's qualifier opens the value's note."""
+    from scaleout import data
+    from scaleout.rdma import published as RP
+
+    rows = data.load("rdma")
+    assert len(rows) == 2 * len(RP.RESULTS)
+    for r in RP.RESULTS:
+        mine = {v.get("quantity"): v for v in rows if v.get("result") == r.key}
+        assert set(mine) == {r.quantity, "loss rate"}
+        value, loss = mine[r.quantity], mine["loss rate"]
+        assert (r.value, r.loss) == (value.value, loss.value)
+        assert type(r.value) is float and type(r.loss) is float
+        assert value.note == f"{r.qualifier}: {r.note}"
+        assert r.source == f"{RP.CITATIONS[value.source]} ({value.locator})"
+        assert r.system == value.get("system") and (r.strategy or "") == value.get("strategy")

@@ -22,6 +22,12 @@ simulator's numbers, so the simulator is not run "at the source's setup": it is 
 box of data-centre setups, :data:`BOX` (100 and 400 Gb/s, RTT 2 and 16 us, MTU 4096, a window
 and bitmap of two BDPs, RTO 131 us), and each published number is reported inside, below or
 above the simulated range (:func:`compare`). Nothing is fitted.
+
+The numbers are rows of ``scaleout/data/rdma.csv`` (the book's long format, loaded by
+:mod:`scaleout.data`): for each result (setting ``result``, ``system``, ``strategy``) its value
+(``quantity`` "goodput_fraction" or "sr_over_gbn") and its ``loss rate``, each with its
+references.bib key and locator; the value's note starts with the source's qualifier
+("nearly: ...").
 """
 
 from __future__ import annotations
@@ -29,7 +35,7 @@ from __future__ import annotations
 import functools
 from dataclasses import dataclass
 
-from .. import checks
+from .. import checks, data
 from .config import STRATEGIES, SimConfig
 from .experiments import simulate
 
@@ -72,19 +78,27 @@ class LossResult:
             checks.text("note", self.note, 300)
 
 
-_WANG = "Wang et al., ICCCN 2019 (abstract)"
-_ROSR = "Zhang, Guo and Sun, IEEE CAL 2025 (abstract)"
+#: How a record names each source (references.bib key -> short citation; the locator follows).
+CITATIONS = {"wang2019gbnerror": "Wang et al., ICCCN 2019",
+             "zhang2025rosr": "Zhang, Guo and Sun, IEEE CAL 2025"}  # fmt: skip
+
+
+def _results() -> tuple[LossResult, ...]:
+    rows = data.load("rdma")
+    loss = {v.get("result"): v.value for v in rows if v.get("quantity") == "loss rate"}
+    out = []
+    for v in rows:
+        if v.get("quantity") == "loss rate":
+            continue
+        qualifier, _, note = v.note.partition(": ")
+        out.append(LossResult(v.get("result"), f"{CITATIONS[v.source]} ({v.locator})",
+                              v.get("system"), loss[v.get("result")], v.get("quantity"), v.value,
+                              qualifier, v.get("strategy") or None, note))  # fmt: skip
+    return tuple(out)
+
 
 #: The published numbers, in the order the chapter lists them.
-RESULTS: tuple[LossResult, ...] = (
-    LossResult("wang2019-gbn", _WANG, "RoCEv2 go-back-N", 0.01, "goodput_fraction", 0.0,
-               "nearly", "go-back-n", "'nearly zero when the packet loss rate exceeds 1%'"),
-    LossResult("wang2019-improved", _WANG, "their improved go-back-N", 0.01,
-               "goodput_fraction", 0.6, "about", "go-back-n",
-               "'about 60% when the packet loss rate increases to 1%'"),
-    LossResult("rosr2025", _ROSR, "RoSR (selective repeat) over Xilinx ERNIC (go-back-N), FPGA",
-               0.01, "sr_over_gbn", 13.5, "up to", None, "RDMA Write"),
-)  # fmt: skip
+RESULTS: tuple[LossResult, ...] = _results()
 
 
 @functools.lru_cache(maxsize=64)

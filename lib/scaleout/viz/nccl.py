@@ -14,6 +14,7 @@ import plotly.graph_objects as go
 
 from .. import checks
 from .. import nccl as N
+from ..nccl import published as P
 from ..nccl import wire
 from .animate import animation
 from .theme import NEUTRAL, new_figure, rank_color
@@ -287,21 +288,9 @@ _ROW_KEYS = ("label", "kind", "measured", "predicted", "error", "algorithm", "pr
 
 
 def _check_rows(rows) -> list:
-    """Rows of :func:`scaleout.nccl.published.rows` (mappings with those keys)."""
-    what = f"a non-empty list of mappings with keys {_ROW_KEYS}"
-    if not isinstance(rows, list | tuple) or not rows:
-        raise checks.fail("rows", what, rows)
-    for r in rows:
-        if not isinstance(r, Mapping) or any(k not in r for k in _ROW_KEYS):
-            raise checks.fail("rows", what, r)
-        checks.choice("kind", r["kind"], ("busbw", "time"))
-        checks.positive("measured", r["measured"])
-        checks.positive("predicted", r["predicted"])
-        checks.real("error", r["error"])
-        checks.positive("nbytes", r["nbytes"])
-        for k in ("label", "algorithm", "protocol", "release", "source"):
-            checks.text(k, r[k], 300)
-    return list(rows)
+    """Rows of :func:`scaleout.nccl.published.rows` (mappings with those keys), checked by
+    the one check the published module's summaries use."""
+    return P._check_rows(rows, _ROW_KEYS)
 
 
 def _bytes(n: float) -> str:
