@@ -213,7 +213,7 @@ KORTHIKANTI_LAYER = _layer()
 def _table4() -> tuple[LayerMeasurement, ...]:
     rows: dict = {}
     for v in _rows("KORTHIKANTI_TABLE4"):
-        sp = {"True": True, "False": False}[v.get("sp")]
+        sp = checks.choice("sp", v.get("sp"), ("True", "False")) == "True"
         key = (v.get("experiment"), sp, v.get("recompute"))
         rows.setdefault(key, {})[v.get("quantity")] = v.value
     return tuple(LayerMeasurement(*key, ms["forward_ms"], ms["backward_ms"])

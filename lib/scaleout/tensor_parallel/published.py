@@ -25,8 +25,8 @@ as h/t shrinks, the pipeline's point-to-point sends (about 1 % here), the optimi
 and the network shared with other traffic. It is a communication model combined with an
 ideal compute model, to be compared for ranking, not for absolute throughput.
 
-The published numbers (Figure 13's run, what the paper states about it, the GPUs of a Selene
-server, the async-TP benchmark) are rows of ``scaleout/data/tensor_parallel.csv``, loaded by
+The published numbers (Figure 13's run, what the paper states about it, the async-TP
+benchmark) are rows of ``scaleout/data/tensor_parallel.csv``, loaded by
 :mod:`scaleout.data`, each with its references.bib ``source``, ``locator`` and ``kind``; the
 column ``record`` names the record a row builds. Korthikanti et al.'s Table 4 comes from
 :mod:`scaleout.compute.published` (``compute.csv``).
@@ -89,9 +89,9 @@ def _figure_13() -> dict:
 #: the paper's Sec. 5.1), rows of ``tensor_parallel.csv``; ``intra`` and ``inter`` name the
 #: book's link presets of a DGX A100 (NVLink 3, one 200 Gb/s HDR NIC per GPU).
 FIGURE_13 = _figure_13()
-#: GPUs per DGX A100 server of Selene (Narayanan et al., Sec. 5), where Figure 13 and
-#: Korthikanti et al.'s Table 4 were measured.
-SELENE_GPUS_PER_SERVER = _whole(_quantities(_rows("SELENE"))["gpus_per_server"])
+#: GPUs per server of Selene, whose nodes are DGX A100s (Narayanan et al., Sec. 5), where
+#: Figure 13 and Korthikanti et al.'s Table 4 were measured: hardware's DGX A100 row.
+DGX_A100_GPUS_PER_SERVER = hardware.system("DGX A100").gpus_per_server
 
 
 def _measured() -> dict:
@@ -154,7 +154,7 @@ def iteration(p: int, batch: int, topology: str = "nccl") -> Iteration:
     forward = layer_flops(b, s, h)
     compute = (layers // p) * 4 * forward / t / A100_DENSE_FLOPS  # fwd, recompute, 2x bwd
     comm = layer_comm_seconds(b, s, h, t, f["dtype_bytes"], topology=topology,
-                              gpus_per_server=SELENE_GPUS_PER_SERVER, intra=f["intra"],
+                              gpus_per_server=DGX_A100_GPUS_PER_SERVER, intra=f["intra"],
                               inter=f["inter"])  # fmt: skip
     comm = (layers // p) * (2 * comm.forward + comm.backward)  # the forward runs twice
     m = batch // b
@@ -187,7 +187,7 @@ def stated_pairs() -> list[tuple[int, int, int]]:
 BASELINES = {
     "larger t first": lambda t: float(t),
     "smaller t first": lambda t: -float(t),
-    "t = GPUs per server first": lambda t: -abs(float(t) - float(SELENE_GPUS_PER_SERVER)),
+    "t = GPUs per server first": lambda t: -abs(float(t) - float(DGX_A100_GPUS_PER_SERVER)),
 }
 
 
@@ -241,7 +241,7 @@ def table4_layer(recompute: str, sequence_parallel: bool) -> dict:
     c = TABLE_4_LAYER
     b, s, h, t = c["b"], c["s"], c["h"], c["t"]
     run = layer_overlap(b, s, h, t, "megatron", key[1], peak_flops=A100_DENSE_FLOPS,
-                        gpus_per_server=SELENE_GPUS_PER_SERVER, intra=c["intra"],
+                        gpus_per_server=DGX_A100_GPUS_PER_SERVER, intra=c["intra"],
                         inter=c["inter"])  # fmt: skip
     forward = run.compute.forward + run.exposed.forward
     backward = run.compute.backward + run.exposed.backward
