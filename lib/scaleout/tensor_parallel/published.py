@@ -38,7 +38,7 @@ from dataclasses import dataclass
 
 from .. import checks, data, hardware
 from ..compute import published as _compute_published
-from ..transformer import Transformer
+from ..transformer import MODELS, Transformer
 from .overlap import layer_overlap
 from .sizes import t_size
 from .traffic import H100_SXM_BF16_DENSE_FLOPS, TOPOLOGIES, layer_comm_seconds, layer_flops
@@ -261,8 +261,10 @@ def _async_tp() -> tuple[dict, ...]:
     out = []
     for (model, recompute), rows in models.items():
         q = _quantities(rows)
-        ints = {name: _whole(q[name]) for name in ("gpus", "fsdp", "t", "h", "s", "b")}
-        out.append(dict(model=model, **ints, recompute=recompute, vanilla=q["vanilla"].value,
+        gpus, fsdp, t, s, b = (_whole(q[name]) for name in ("gpus", "fsdp", "t", "s", "b"))
+        h = MODELS[checks.choice("model", model, tuple(MODELS))].hidden
+        out.append(dict(model=model, gpus=gpus, fsdp=fsdp, t=t, h=h, s=s, b=b,
+                        recompute=recompute, vanilla=q["vanilla"].value,
                         async_tp=q["async_tp"].value, power_w=_whole(q["power_w"])))  # fmt: skip
     return tuple(out)
 
@@ -273,9 +275,10 @@ def _async_tp() -> tuple[dict, ...]:
 #: GPU, at "the default 500W power limit" rather than the 700 W TDP (``power_w``; the
 #: benchmark's Hardware section, line 13 at torchtitan commit c720cb8).
 #: Baseline: "vanilla TP" (tensor + sequence parallelism, its all-gathers and
-#: reduce-scatters in program order), both compiled. h is Llama 3's; s = 8192 is an
-#: assumption (TorchTitan's configs' default; the benchmark does not state it). Rows of
-#: ``tensor_parallel.csv``, one model after the other.
+#: reduce-scatters in program order), both compiled. h is Llama 3's (the model registry,
+#: :data:`scaleout.transformer.MODELS`); s = 8192 is an assumption (TorchTitan's configs'
+#: default; the benchmark does not state it). The rest are rows of ``tensor_parallel.csv``,
+#: one model after the other.
 ASYNC_TP = _async_tp()
 
 
