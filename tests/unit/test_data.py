@@ -220,3 +220,104 @@ def test_flash_rates_are_the_rows_of_attention_csv():
     assert F.FA3_BACKWARD_FLOPS_PER_S == rows["fa3-backward-hd128-16k"].value * 1e12
     assert F.BACKWARD_FACTOR == rows["fa2-backward-factor"].value
     assert rows["fa3-forward-causal-hd128-16k"].get("mask") == "causal"
+
+
+def _by_record(name: str, record: str) -> list:
+    return [v for v in data.load(name) if v.get("record") == record]
+
+
+def test_compute_records_are_the_rows_of_compute_csv():
+    from scaleout.compute import published as P
+
+    for records, record, scale in (
+        (P.MAMF, "MAMF", 1.0),
+        (P.SWIGLU_SWEEP, "SWIGLU_SWEEP", 1.0),
+        (P.XLA_H100_SHAPES, "XLA_H100_SHAPES", 1e12),  # the file stores FLOP/s
+    ):
+        rows = _by_record("compute", record)
+        assert len(records) == len(rows) > 0
+        for r, v in zip(records, rows, strict=True):
+            assert r.tflops == v.value / scale and v.kind == "measured"
+            shape = tuple(int(v.get(c)) for c in ("m", "n", "k", "batch"))
+            assert (r.m, r.n, r.k, r.batch) == shape
+            assert (r.accelerator, r.dtype) == (v.get("accelerator"), v.get("dtype"))
+    assert (len(P.MAMF), len(P.SWIGLU_SWEEP), len(P.XLA_H100_SHAPES)) == (13, 6, 27)
+    assert [m.note for m in P.MAMF] == [v.note for v in _by_record("compute", "MAMF")]
+    layer = {v.get("quantity"): v.value for v in _by_record("compute", "KORTHIKANTI_LAYER")}
+    assert {k: v for k, v in P.KORTHIKANTI_LAYER.items() if k != "gpu"} == layer
+    assert all(type(v) is int for k, v in P.KORTHIKANTI_LAYER.items() if k != "gpu")
+    # Table 4: forward and backward build the records; the table's Combined column, kept as
+    # rows of its own, is their sum as printed (one decimal), a check of the transcription
+    table4 = _by_record("compute", "KORTHIKANTI_TABLE4")
+    assert len(table4) == 3 * len(P.KORTHIKANTI_TABLE4) == 15
+    for r in P.KORTHIKANTI_TABLE4:
+        ms = {v.get("quantity"): v.value for v in table4 if v.get("experiment") == r.experiment}
+        assert (r.forward_ms, r.backward_ms) == (ms["forward_ms"], ms["backward_ms"])
+        assert round(r.combined_ms, 1) == ms["combined_ms"]
+
+
+def test_tensor_parallel_records_are_the_rows_of_tensor_parallel_csv():
+    from scaleout.tensor_parallel import published as P
+    from scaleout.transformer import MODELS
+
+    figure = _by_record("tensor_parallel", "FIGURE_13")
+    for v in figure:
+        value = P.FIGURE_13[v.get("quantity")]
+        if v.get("index"):
+            assert value[int(v.get("index")) - 1] == v.value
+        else:
+            assert value == v.value and type(value) is int
+    assert P.FIGURE_13["batches"] == (32, 128) and P.FIGURE_13["pipelines"] == (2, 4, 8, 16, 32)
+    measured = {v.get("quantity"): v.value for v in _by_record("tensor_parallel", "MEASURED")}
+    assert {k: P.MEASURED[k] for k in measured} == measured
+    rows = _by_record("tensor_parallel", "ASYNC_TP")
+    assert len(rows) == 8 * len(P.ASYNC_TP)
+    # the hidden size is the model registry's (one home for Llama 3's shape)
+    assert [r["h"] for r in P.ASYNC_TP] == [MODELS[r["model"]].hidden for r in P.ASYNC_TP]
+    for v in rows:
+        (row,) = [r for r in P.ASYNC_TP if r["model"] == v.get("model")]
+        assert row[v.get("quantity")] == v.value and row["recompute"] == v.get("recompute")
+    # the sequence length is the one assumption: the benchmark does not state it
+    assumed = [v for v in rows if v.kind == "assumed"]
+    assert {v.get("quantity") for v in assumed} == {"s"} and len(assumed) == len(P.ASYNC_TP)
+    # the servers of Figure 13 (Selene's DGX A100s): hardware's row, not a copy
+    assert P.DGX_A100_GPUS_PER_SERVER == hardware.system("DGX A100").gpus_per_server == 8
+    assert P.BASELINES["t = GPUs per server first"](8) == 0.0
+
+
+def _edited(tmp_path, name: str, edits: dict) -> None:
+    """Writes ``<name>.csv`` into tmp_path with the values of the rows ``edits`` names replaced."""
+    import csv
+
+    with open(data.HERE / f"{name}.csv", newline="", encoding="utf-8") as fh:
+        reader = csv.DictReader(fh)
+        columns, rows = reader.fieldnames, list(reader)
+    for row in rows:
+        row["value"] = edits.get(row["key"], row["value"])
+    with open(tmp_path / f"{name}.csv", "w", newline="", encoding="utf-8") as fh:
+        writer = csv.DictWriter(fh, columns, lineterminator="\n")
+        writer.writeheader()
+        writer.writerows(rows)
+
+
+def test_compute_and_tensor_parallel_builders_read_the_file(tmp_path, monkeypatch):
+    from scaleout.compute import published as CP
+    from scaleout.tensor_parallel import published as TP
+
+    _edited(tmp_path, "compute", {"k22b-table4-baseline-no-recompute-forward": "7.9",
+                                  "xla-sm90-bf16-4096x4096x4096": "700000000000000"})  # fmt: skip
+    _edited(tmp_path, "tensor_parallel", {"asynctp-llama-3-8b-vanilla": "4000",
+                                          "fig13-layers": "32.5"})  # fmt: skip
+    monkeypatch.setattr(data, "HERE", tmp_path)
+    data._load.cache_clear()
+    try:
+        assert CP._table4()[0].forward_ms == 7.9
+        xla = [CP._measurement(v, "s", scale=1e12) for v in CP._rows("XLA_H100_SHAPES")]
+        assert xla[-1].tflops == 700.0
+        assert TP._async_tp()[0]["vanilla"] == 4000.0
+        with pytest.raises(ValueError, match="fig13-layers.*whole number"):
+            TP._figure_13()
+    finally:
+        monkeypatch.undo()
+        data._load.cache_clear()
+    assert CP._table4()[0].forward_ms == 7.7 and CP.KORTHIKANTI_TABLE4[0].forward_ms == 7.7

@@ -36,13 +36,19 @@ checked against, every row with its source.
 Anthony et al.'s own shape sweeps are published as plots only (their figures give no
 numbers in the text), so their qualitative rules are checked in chapter 14, not their
 figures' values.
+
+Every number above is a row of ``scaleout/data/compute.csv`` (loaded by :mod:`scaleout.data`:
+one number a row, with its references.bib ``source``, ``locator`` and ``kind``); the column
+``record`` names the record it builds, the shape (``batch``, ``m``, ``n``, ``k``) and the
+Table 4 row (``experiment``, ``sp``, ``recompute``) are the row's setting. The records keep
+a human-readable ``source`` string as well.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 
-from .. import checks
+from .. import checks, data
 
 _MAMF_SRC = (
     "ML Engineering Open Book, compute/accelerator/README.md (stas00/ml-engineering @ "
@@ -88,44 +94,48 @@ class Measurement:
         return f"{prefix}{self.m}x{self.n}x{self.k}"
 
 
-def _mamf(accelerator, dtype, tflops, m, n, k, note=""):
-    table = "BF16" if dtype == "bf16" else "FP8 (float8_e4m3fn)"
-    return Measurement(accelerator, dtype, m, n, k, tflops, _MAMF_SRC.format(table=table),
-                       note=note)  # fmt: skip
+def _rows(record: str) -> list:
+    """The rows of ``compute.csv`` that build ``record``, in the file's order."""
+    return [v for v in data.load("compute") if v.get("record") == record]
 
 
-#: The NVIDIA rows of the MAMF table (mean TFLOP/s at the best shape found).
-MAMF: tuple[Measurement, ...] = (
-    _mamf("NVIDIA A100 SXM", "bf16", 271.2, 1024, 10240, 5120, "torch 2.6.0+cu126"),
-    _mamf("NVIDIA GH200 SXM", "bf16", 828.6, 1024, 15360, 4096,
-          "torch 2.6.0+cu126; 900W 141GiB HBM3e version"),
-    _mamf("NVIDIA A100 PCIe", "bf16", 252.9, 2048, 5120, 6144, "torch 2.5.1+cu124"),
-    _mamf("NVIDIA H100 SXM", "bf16", 794.5, 2048, 2048, 13312,
-          "torch 2.7.0+cu126; the table notes: H200 is the same"),
-    _mamf("NVIDIA B300 SXM", "bf16", 1769.0, 12288, 18432, 1024,
-          "torch 2.9.1+cu130; same bf16 peak as B200"),
-    _mamf("NVIDIA B200 SXM", "bf16", 1745.0, 1792, 16128, 3072, "torch 2.7.1+cu128"),
-    _mamf("NVIDIA GB200 SXM", "bf16", 1822.0, 4096, 9728, 2048, "torch 2.10.0.dev+cu130"),
-    _mamf("NVIDIA GH200 SXM", "fp8", 1535.0, 1024, 14336, 14336, "torch 2.6.0+cu126; 900W"),
-    _mamf("NVIDIA B200 SXM", "fp8", 3432.5, 15360, 4096, 3072, "torch 2.7.1+cu128"),
-    _mamf("NVIDIA B300 SXM", "fp8", 3353.3, 3072, 6144, 7168, "torch 2.9.1+cu130"),
-    _mamf("NVIDIA H200 SXM", "fp8", 1453.4, 1280, 4096, 12032, "torch 2.7.1+cu128"),
-    _mamf("NVIDIA GB200 SXM", "fp8", 3615.6, 19456, 5120, 1536, "torch 2.10.0.dev+cu130"),
-    _mamf("NVIDIA H100 SXM", "fp8", 1402.6, 1024, 9216, 14336, "torch 2.7.0+cu126"),
+def _int(v, column: str) -> int:
+    """The whole number in setting ``column`` of row ``v``."""
+    text = v.get(column)
+    if not text.isdigit():
+        raise ValueError(f"compute.csv row {v.key!r}: {column} must be a whole number, "
+                         f"got {text!r}")  # fmt: skip
+    return int(text)
+
+
+def _whole(v) -> int:
+    """The value of row ``v`` as an ``int`` (it must be a whole number)."""
+    if not float(v.value).is_integer():
+        raise ValueError(f"compute.csv row {v.key!r}: value must be a whole number, "
+                         f"got {v.value!r}")  # fmt: skip
+    return int(v.value)
+
+
+def _measurement(v, source: str, note: str = "", scale: float = 1.0) -> Measurement:
+    """A :class:`Measurement` of row ``v``: its value over ``scale`` as TFLOP/s."""
+    value = v.value if scale == 1.0 else v.value / scale
+    return Measurement(v.get("accelerator"), v.get("dtype"), _int(v, "m"), _int(v, "n"),
+                       _int(v, "k"), value, source, batch=_int(v, "batch"), note=note)  # fmt: skip
+
+
+#: The NVIDIA rows of the MAMF table (mean TFLOP/s at the best shape found), from
+#: ``compute.csv`` (the note: the table's torch version and notes).
+MAMF: tuple[Measurement, ...] = tuple(
+    _measurement(v, _MAMF_SRC.format(table="BF16" if v.get("dtype") == "bf16"
+                                     else "FP8 (float8_e4m3fn)"), note=v.note)
+    for v in _rows("MAMF")
 )  # fmt: skip
-
-
-def _swiglu(d_ff, tflops):
-    return Measurement("NVIDIA H100", "fp16", 4096, 4096, d_ff, tflops, _SWIGLU_SRC, batch=4)
-
 
 #: H100, fp16, ``torch.bmm`` of 4 x (4096 x d_ff) (d_ff x 4096): d_ff = 10922 = 8/3 x 4096
 #: is not a multiple of 8; the five others are the best of the search.
 SWIGLU_SWEEP: tuple[Measurement, ...] = tuple(
-    _swiglu(d, tf)
-    for d, tf in ((10922, 272.73), (10944, 398.38), (10848, 395.62), (10880, 395.52),
-                  (10912, 395.16), (11008, 395.01))
-)  # fmt: skip
+    _measurement(v, _SWIGLU_SRC) for v in _rows("SWIGLU_SWEEP")
+)
 
 
 _XLA_SRC = (
@@ -135,31 +145,11 @@ _XLA_SRC = (
 )
 
 
-def _xla(m, n, k, flops):
-    return Measurement("NVIDIA H100 (sm_90)", "bf16", m, n, k, flops / 1e12, _XLA_SRC)
-
-
-#: The 27 unbatched sm_90 rows with m, n and k each 1024, 2048 or 4096, as (m, n, k,
-#: FLOP/s) the way the file stores them (k the contracted dimension).
+#: The 27 unbatched sm_90 rows with m, n and k each 1024, 2048 or 4096 (k the contracted
+#: dimension), stored in ``compute.csv`` in FLOP/s as the file stores them.
 XLA_H100_SHAPES: tuple[Measurement, ...] = tuple(
-    _xla(*row)
-    for row in (
-        (1024, 1024, 1024, 236298816901408), (1024, 1024, 2048, 349981037809648),
-        (1024, 1024, 4096, 470114633975481), (1024, 2048, 1024, 373345557719054),
-        (1024, 2048, 2048, 524288000000000), (1024, 2048, 4096, 653525151552039),
-        (1024, 4096, 1024, 490293070319634), (1024, 4096, 2048, 634224349675132),
-        (1024, 4096, 4096, 738474431911967), (2048, 1024, 1024, 373345557719054),
-        (2048, 1024, 2048, 523265996101364), (2048, 1024, 4096, 653127630170316),
-        (2048, 2048, 1024, 493901482980680), (2048, 2048, 2048, 631984593290170),
-        (2048, 2048, 4096, 737966889347079), (2048, 4096, 1024, 594212409518539),
-        (2048, 4096, 2048, 715350982011992), (2048, 4096, 4096, 753643516181744),
-        (4096, 1024, 1024, 488064465454545), (4096, 1024, 2048, 631984593290170),
-        (4096, 1024, 4096, 738474431911967), (4096, 2048, 1024, 593227527071823),
-        (4096, 2048, 2048, 716066571523841), (4096, 2048, 4096, 758434522012648),
-        (4096, 4096, 1024, 677439636593059), (4096, 4096, 2048, 738736406437117),
-        (4096, 4096, 4096, 783328793548203),
-    )
-)  # fmt: skip
+    _measurement(v, _XLA_SRC, scale=1e12) for v in _rows("XLA_H100_SHAPES")
+)
 
 
 def mamf(accelerator: str, dtype: str = "bf16") -> Measurement:
@@ -207,17 +197,30 @@ class LayerMeasurement:
         return self.forward_ms + self.backward_ms
 
 
-#: The layer of Korthikanti et al.'s Table 4 (hidden, heads, seq, micro-batch b,
-#: tensor-parallel t, GPU row).
-KORTHIKANTI_LAYER = {"hidden": 6144, "heads": 64, "seq": 2048, "b": 4, "t": 8,
-                     "gpu": "A100-80GB"}  # fmt: skip
+def _layer() -> dict:
+    q = {v.get("quantity"): _whole(v) for v in _rows("KORTHIKANTI_LAYER")}
+    out = {name: q[name] for name in ("hidden", "heads", "seq", "b", "t")}
+    # The book's GPU row for their A100 80GB (a name of hardware.GPUS, not a number).
+    out["gpu"] = "A100-80GB"
+    return out
 
-#: Table 4, in the paper's order; "Combined" is forward + backward (19.6, 19.0, 27.2, 20.9,
-#: 20.3 ms) and "Overhead" the combined time over the first row's.
-KORTHIKANTI_TABLE4: tuple[LayerMeasurement, ...] = (
-    LayerMeasurement("baseline, no recompute", False, "none", 7.7, 11.9),
-    LayerMeasurement("sequence parallelism", True, "none", 7.2, 11.8),
-    LayerMeasurement("baseline with full recompute", False, "full", 7.7, 19.5),
-    LayerMeasurement("selective recompute", False, "selective", 7.7, 13.2),
-    LayerMeasurement("selective + sequence parallelism", True, "selective", 7.2, 13.1),
-)
+
+#: The layer of Korthikanti et al.'s Table 4 (hidden, heads, seq, micro-batch b,
+#: tensor-parallel t from ``compute.csv``; the book's GPU row).
+KORTHIKANTI_LAYER = _layer()
+
+
+def _table4() -> tuple[LayerMeasurement, ...]:
+    rows: dict = {}
+    for v in _rows("KORTHIKANTI_TABLE4"):
+        sp = checks.choice("sp", v.get("sp"), ("True", "False")) == "True"
+        key = (v.get("experiment"), sp, v.get("recompute"))
+        rows.setdefault(key, {})[v.get("quantity")] = v.value
+    return tuple(LayerMeasurement(*key, ms["forward_ms"], ms["backward_ms"])
+                 for key, ms in rows.items())  # fmt: skip
+
+
+#: Table 4, in the paper's order, from ``compute.csv``; "Combined" is forward + backward
+#: (19.6, 19.0, 27.2, 20.9, 20.3 ms, rows of their own in the file) and "Overhead" the
+#: combined time over the first row's.
+KORTHIKANTI_TABLE4: tuple[LayerMeasurement, ...] = _table4()

@@ -51,6 +51,7 @@ UNITS = (
     "ms", "us", "ns", "samples/s", "tokens/s", "tokens", "layers", "heads", "GiB", "MiB", "KiB",
     "ratio", "x", "GPU-hours", "MB/s", "TB", "PFLOP/s",
     "GT/s", "bits",  # interconnect.csv
+    "FLOP/s", "sequences",  # compute.csv, tensor_parallel.csv
 )  # fmt: skip
 INTEGRAL_UNITS = ("count", "year", "generation", "bits")
 #: The files of this package (names without ``.csv``): every ``*.csv`` beside this module.

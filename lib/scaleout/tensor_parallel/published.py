@@ -24,15 +24,21 @@ It leaves out what the measurements also contain: GEMM efficiency below peak and
 as h/t shrinks, the pipeline's point-to-point sends (about 1 % here), the optimizer step,
 and the network shared with other traffic. It is a communication model combined with an
 ideal compute model, to be compared for ranking, not for absolute throughput.
+
+The published numbers (Figure 13's run, what the paper states about it, the async-TP
+benchmark) are rows of ``scaleout/data/tensor_parallel.csv``, loaded by
+:mod:`scaleout.data`, each with its references.bib ``source``, ``locator`` and ``kind``; the
+column ``record`` names the record a row builds. Korthikanti et al.'s Table 4 comes from
+:mod:`scaleout.compute.published` (``compute.csv``).
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 
-from .. import checks, hardware
+from .. import checks, data, hardware
 from ..compute import published as _compute_published
-from ..transformer import Transformer
+from ..transformer import MODELS, Transformer
 from .overlap import layer_overlap
 from .sizes import t_size
 from .traffic import H100_SXM_BF16_DENSE_FLOPS, TOPOLOGIES, layer_comm_seconds, layer_flops
@@ -40,19 +46,66 @@ from .traffic import H100_SXM_BF16_DENSE_FLOPS, TOPOLOGIES, layer_comm_seconds, 
 #: The A100 SXM's dense fp16/bf16 Tensor Core peak in FLOP/s (312 TFLOP/s), from hardware's
 #: GPU table (NVIDIA A100 datasheet).
 A100_DENSE_FLOPS = hardware.gpu("A100-80GB").bf16_tflops * 1e12
+
+
+def _rows(record: str) -> list:
+    """The rows of ``tensor_parallel.csv`` that build ``record``, in the file's order."""
+    return [v for v in data.load("tensor_parallel") if v.get("record") == record]
+
+
+def _whole(v) -> int:
+    """The value of row ``v`` as an ``int`` (it must be a whole number)."""
+    if not float(v.value).is_integer():
+        raise ValueError(f"tensor_parallel.csv row {v.key!r}: value must be a whole number, "
+                         f"got {v.value!r}")  # fmt: skip
+    return int(v.value)
+
+
+def _quantities(rows) -> dict:
+    """quantity -> value of ``rows``; a quantity listed with an ``index`` (1, 2, ...) becomes
+    the tuple of its values in index order."""
+    single, lists = {}, {}
+    for v in rows:
+        if v.get("index"):
+            lists.setdefault(v.get("quantity"), []).append((int(v.get("index")), v))
+        else:
+            single[v.get("quantity")] = v
+    out = dict(single)
+    for name, items in lists.items():
+        out[name] = tuple(v for _, v in sorted(items, key=lambda item: item[0]))
+    return out
+
+
+def _figure_13() -> dict:
+    q = _quantities(_rows("FIGURE_13"))
+    ints = {name: _whole(q[name]) for name in ("layers", "hidden", "heads", "seq", "vocab",
+                                               "micro_batch", "gpus")}  # fmt: skip
+    return dict(**ints, batches=tuple(_whole(v) for v in q["batches"]),
+                pipelines=tuple(_whole(v) for v in q["pipelines"]), intra="nvlink3-a100",
+                inter="nic-200g", dtype_bytes=_whole(q["dtype_bytes"]))  # fmt: skip
+
+
 #: The model and run of Figure 13, from run_figure_13.sh and CONFIG.sh (the vocabulary from
-#: Table 1).
-FIGURE_13 = dict(layers=32, hidden=20480, heads=128, seq=2048, vocab=51200, micro_batch=1,
-                 gpus=64, batches=(32, 128), pipelines=(2, 4, 8, 16, 32),
-                 intra="nvlink3-a100", inter="nic-200g", dtype_bytes=2)  # fmt: skip
-#: What the paper says about the measurements of Figure 13, which it does not tabulate.
-MEASURED = {
-    "best_t": 8,  # Sec. 5.4.1: "peak performance when the tensor-parallel size is equal to
-    # the number of GPUs in a single node (8 with DGX A100 nodes)"
-    "worst_over_best": 2.0,  # Sec. 1: "sub-optimal combinations of tensor and pipeline
-    # model parallelism can lead to up to 2x lower throughput"
-    "source": "Narayanan et al., SC21: Figure 13, Sec. 1 and Sec. 5.4.1",
-}
+#: the paper's Sec. 5.1), rows of ``tensor_parallel.csv``; ``intra`` and ``inter`` name the
+#: book's link presets of a DGX A100 (NVLink 3, one 200 Gb/s HDR NIC per GPU).
+FIGURE_13 = _figure_13()
+#: GPUs per server of Selene, whose nodes are DGX A100s (Narayanan et al., Sec. 5), where
+#: Figure 13 and Korthikanti et al.'s Table 4 were measured: hardware's DGX A100 row.
+DGX_A100_GPUS_PER_SERVER = hardware.system("DGX A100").gpus_per_server
+
+
+def _measured() -> dict:
+    q = _quantities(_rows("MEASURED"))
+    return {"best_t": _whole(q["best_t"]), "worst_over_best": q["worst_over_best"].value,
+            "source": "Narayanan et al., SC21: Figure 13, Sec. 1 and Sec. 5.4.1"}  # fmt: skip
+
+
+#: What the paper says about the measurements of Figure 13, which it does not tabulate:
+#: ``best_t``, Sec. 5.4.1: "peak performance when the tensor-parallel size is equal to the
+#: number of GPUs in a single node (8 with DGX A100 nodes)"; ``worst_over_best``, Sec. 1:
+#: "sub-optimal combinations of tensor and pipeline model parallelism can lead to up to 2x
+#: lower throughput".
+MEASURED = _measured()
 
 
 @dataclass(frozen=True)
@@ -101,7 +154,8 @@ def iteration(p: int, batch: int, topology: str = "nccl") -> Iteration:
     forward = layer_flops(b, s, h)
     compute = (layers // p) * 4 * forward / t / A100_DENSE_FLOPS  # fwd, recompute, 2x bwd
     comm = layer_comm_seconds(b, s, h, t, f["dtype_bytes"], topology=topology,
-                              gpus_per_server=8, intra=f["intra"], inter=f["inter"])  # fmt: skip
+                              gpus_per_server=DGX_A100_GPUS_PER_SERVER, intra=f["intra"],
+                              inter=f["inter"])  # fmt: skip
     comm = (layers // p) * (2 * comm.forward + comm.backward)  # the forward runs twice
     m = batch // b
     seconds = (m + p - 1) * (compute + comm)
@@ -133,7 +187,7 @@ def stated_pairs() -> list[tuple[int, int, int]]:
 BASELINES = {
     "larger t first": lambda t: float(t),
     "smaller t first": lambda t: -float(t),
-    "t = GPUs per server first": lambda t: -abs(float(t) - 8.0),
+    "t = GPUs per server first": lambda t: -abs(float(t) - float(DGX_A100_GPUS_PER_SERVER)),
 }
 
 
@@ -161,7 +215,11 @@ def pair_agreement(score) -> dict:
 #: :data:`scaleout.compute.published.KORTHIKANTI_TABLE4`.
 TABLE_4 = {(row.recompute, row.sp): (row.forward_ms, row.backward_ms)
            for row in _compute_published.KORTHIKANTI_TABLE4}  # fmt: skip
-TABLE_4_LAYER = dict(b=4, s=2048, h=6144, heads=64, t=8, intra="nvlink3-a100", inter="nic-200g")
+_K = _compute_published.KORTHIKANTI_LAYER
+#: The layer of :data:`TABLE_4` (chapter 14's :data:`scaleout.compute.published.KORTHIKANTI_LAYER`)
+#: on a DGX A100's links.
+TABLE_4_LAYER = dict(b=_K["b"], s=_K["seq"], h=_K["hidden"], heads=_K["heads"], t=_K["t"],
+                     intra="nvlink3-a100", inter="nic-200g")  # fmt: skip
 
 
 def table4_layer(recompute: str, sequence_parallel: bool) -> dict:
@@ -183,7 +241,8 @@ def table4_layer(recompute: str, sequence_parallel: bool) -> dict:
     c = TABLE_4_LAYER
     b, s, h, t = c["b"], c["s"], c["h"], c["t"]
     run = layer_overlap(b, s, h, t, "megatron", key[1], peak_flops=A100_DENSE_FLOPS,
-                        gpus_per_server=8, intra=c["intra"], inter=c["inter"])  # fmt: skip
+                        gpus_per_server=DGX_A100_GPUS_PER_SERVER, intra=c["intra"],
+                        inter=c["inter"])  # fmt: skip
     forward = run.compute.forward + run.exposed.forward
     backward = run.compute.backward + run.exposed.backward
     if key[0] == "full":
@@ -195,20 +254,32 @@ def table4_layer(recompute: str, sequence_parallel: bool) -> dict:
             "measured_forward_s": fwd_ms / 1e3, "measured_backward_s": bwd_ms / 1e3}  # fmt: skip
 
 
+def _async_tp() -> tuple[dict, ...]:
+    models: dict = {}
+    for v in _rows("ASYNC_TP"):
+        models.setdefault((v.get("model"), v.get("recompute")), []).append(v)
+    out = []
+    for (model, recompute), rows in models.items():
+        q = _quantities(rows)
+        gpus, fsdp, t, s, b = (_whole(q[name]) for name in ("gpus", "fsdp", "t", "s", "b"))
+        h = MODELS[checks.choice("model", model, tuple(MODELS))].hidden
+        out.append(dict(model=model, gpus=gpus, fsdp=fsdp, t=t, h=h, s=s, b=b,
+                        recompute=recompute, vanilla=q["vanilla"].value,
+                        async_tp=q["async_tp"].value, power_w=_whole(q["power_w"])))  # fmt: skip
+    return tuple(out)
+
+
 #: Async tensor parallelism against the same job without it, measured by the PyTorch team
 #: (TorchTitan, benchmarks/asyncTP_llama3_h100_2025-06_torchtitan.md, June 2025): tokens/s
 #: per GPU, bf16, H100s of Meta's Grand Teton (96 GB HBM2e), 8 per host, 400 Gb/s RDMA per
 #: GPU, at "the default 500W power limit" rather than the 700 W TDP (``power_w``; the
 #: benchmark's Hardware section, line 13 at torchtitan commit c720cb8).
 #: Baseline: "vanilla TP" (tensor + sequence parallelism, its all-gathers and
-#: reduce-scatters in program order), both compiled. h is Llama 3's; s = 8192 is an
-#: assumption (TorchTitan's configs' default; the benchmark does not state it).
-ASYNC_TP = (
-    dict(model="Llama 3 8B", gpus=64, fsdp=8, t=8, h=4096, s=8192, b=12,
-         recompute="per-op selective", vanilla=4378.0, async_tp=4809.4, power_w=500),
-    dict(model="Llama 3 70B", gpus=256, fsdp=32, t=8, h=8192, s=8192, b=16,
-         recompute="full", vanilla=597.3, async_tp=652.4, power_w=500),
-)  # fmt: skip
+#: reduce-scatters in program order), both compiled. h is Llama 3's (the model registry,
+#: :data:`scaleout.transformer.MODELS`); s = 8192 is an assumption (TorchTitan's configs'
+#: default; the benchmark does not state it). The rest are rows of ``tensor_parallel.csv``,
+#: one model after the other.
+ASYNC_TP = _async_tp()
 
 
 def async_tp_rows() -> list[dict]:
