@@ -244,8 +244,8 @@ class _Base:
         lt = layer_times(model, cluster, plan.b, plan.t, plan.sp, plan.recompute, plan.flash)
         col, row = tuple(k * x for x in lt.col), tuple(k * x for x in lt.row)
         sec = C.tp_seconds(cluster, plan.b, model.seq, model.hidden, plan.t)
-        comp, _, head = _op_times(model, cluster, plan, self.chunks, k,
-                                  self.name in PP.SPLIT_BACKWARD)  # fmt: skip
+        split = self.name in PP.SPLIT_BACKWARD
+        comp, _, head = _op_times(model, cluster, plan, self.chunks, k, split)
         rec = k * lt.recompute if plan.recompute == "full" else 0.0
         # at most 2 (blocks) x (4 t + 10) pieces per layer pass, twice with full recompute
         bound = n * 2 * (4 * plan.t + 10) * 2 + 3
@@ -258,7 +258,7 @@ class _Base:
                 after = head / 3 if last and kind == "F" else 0.0
                 chains[ph, last] = TPX.chain(
                     kind, comp[kind] / n, n, sec, col, row, plan.t, plan.sp, plan.overlap,
-                    plan.regathers, 0.0 if kind in ("F", "W") else rec, before, after)
+                    plan.regathers, 0.0 if kind in ("F", "W") else rec, split, before, after)
         self.tp_chains = [chains[int(ph), bool(x)] for ph, x in zip(self.ph, self.on_last,
                                                                     strict=True)]  # fmt: skip
         self.tp_sizes = np.array([len(c) for c in self.tp_chains])

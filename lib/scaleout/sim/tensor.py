@@ -146,10 +146,12 @@ def _fit(total, gemms):
 
 
 def chain(kind, per_layer, layers, sec, col, row, t, sp, overlap, regather, recompute_s,
-          head_before=0.0, head_after=0.0):  # fmt: skip
+          split, head_before=0.0, head_after=0.0):  # fmt: skip
     """The pieces of one ``kind`` (F, B, W or BW) operation of ``layers`` layers: a list of
     (stream, seconds, part or kind, deps) (see :class:`_Chain`). ``per_layer``: its compute
-    per layer (with ``recompute_s`` of full recomputation for B and BW); ``col``/``row``:
+    per layer (with ``recompute_s`` of full recomputation for B and BW); ``split``: the
+    schedule splits the backward (B is then its input gradients; else B is all of it, like
+    BW); ``col``/``row``:
     (attention, MLP) forward GEMM seconds; ``head_before``/``head_after``: the output
     layer's seconds at the start (B, BW) or end (F)."""
     c = _Chain(t, sec, sp, overlap, regather)
@@ -169,7 +171,7 @@ def chain(kind, per_layer, layers, sec, col, row, t, sp, overlap, regather, reco
             gemms, rest = _fit(recompute_s, blocks)
             for gc, gr in gemms:
                 c.forward_block(gc, gr, rest)
-        weights = kind == "BW"
+        weights = kind == "BW" or not split
         per = 2 if weights else 1
         gemms, rest = _fit(per_layer - recompute_s, [(gc * per, gr * per) for gc, gr in blocks])
         for gc, gr in reversed(gemms):
