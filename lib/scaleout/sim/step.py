@@ -15,7 +15,10 @@ every layer) there are three streams:
   :func:`scaleout.pipeline.stage_order`'s order, each a chunk of the stage's layers for one
   micro-batch: compute (times the calibration and the unit's slowdown) plus the exposed
   tensor-parallel communication of those layers (:func:`scaleout.planner.comm.tp_exposed`:
-  TP's overlap happens inside a layer and is priced per layer, not simulated); the last
+  by default, ``tp_ops="layer"``, TP's overlap happens inside a layer and is priced per
+  layer in closed form; with ``tp_ops="op"`` each layer's GEMMs run on this stream and its
+  collectives on a ``tp`` stream, and overlap is what their dependencies allow:
+  :mod:`scaleout.sim.tensor`); the last
   stage's operations include the output layer and loss (a third in F, the rest in B); then
   the optimizer step, after the unit's gradients are reduced.
 * ``pp``: one transfer per activation or gradient sent to another GPU
@@ -136,7 +139,7 @@ def simulate(model: Model, cluster: Cluster, global_batch: int, plan: Plan, *,
         raise checks.fail("schedule", f"not {name!r} with an odd number of layers per stage", name)
     moe = X._check(moe, plan)
     cp = CX._check(cp, plan, model)
-    op_mode = TPX.check(tp_ops, plan.t, moe, cp)
+    op_mode = TPX._check(tp_ops, plan.t, moe, cp)
     if moe is not None and cp is not None:
         raise checks.fail("cp", "None with moe (not simulated together)", cp)
     priced = model
@@ -256,9 +259,10 @@ class _Base:
             for last in (False, True):
                 before = 2 * head / 3 if last and kind in ("B", "BW") else 0.0
                 after = head / 3 if last and kind == "F" else 0.0
-                chains[ph, last] = TPX.chain(
+                chains[ph, last] = TPX._chain(
                     kind, comp[kind] / n, n, sec, col, row, plan.t, plan.sp, plan.overlap,
-                    plan.regathers, 0.0 if kind in ("F", "W") else rec, split, before, after)
+                    plan.regathers, 0.0 if kind in ("F", "W") else rec, split, before,
+                    after)  # fmt: skip
         self.tp_chains = [chains[int(ph), bool(x)] for ph, x in zip(self.ph, self.on_last,
                                                                     strict=True)]  # fmt: skip
         self.tp_sizes = np.array([len(c) for c in self.tp_chains])
@@ -396,7 +400,8 @@ class _Base:
             mbs += [mb] * len(items)
             chs += [ch] * len(items)
             if j in wanted:
-                marks[j] = (offset + np.arange(len(items)), np.cumsum(durs[-len(items):]))
+                mine = durs[len(durs) - len(items) :]
+                marks[j] = (offset + np.arange(len(items)), np.cumsum(mine))
             offset += len(items)
         g.extend(streams, durs, deps, [-1] * len(streams), kinds, mbs, chs)
         comp.append(np.array(c_l))

@@ -56,7 +56,7 @@ MODES = ("layer", "op")
 PART_COL, PART_ROW, PART_COL_W, PART_ROW_W, PART_REST, PART_HEAD = 5, 6, 7, 8, 9, 10
 
 
-def check(value, t, moe, cp) -> bool:
+def _check(value, t, moe, cp) -> bool:
     """Whether ``tp_ops`` asks for op mode (and there is something to expand)."""
     mode = checks.choice("tp_ops", value, MODES)
     if mode == "op" and (moe is not None or cp is not None):
@@ -145,10 +145,11 @@ def _fit(total, gemms):
     return [tuple(x * scale for x in pair) for pair in gemms], max(0.0, total - s * scale) / 2
 
 
-def chain(kind, per_layer, layers, sec, col, row, t, sp, overlap, regather, recompute_s,
+def _chain(kind, per_layer, layers, sec, col, row, t, sp, overlap, regather, recompute_s,
           split, head_before=0.0, head_after=0.0):  # fmt: skip
     """The pieces of one ``kind`` (F, B, W or BW) operation of ``layers`` layers: a list of
-    (stream, seconds, part or kind, deps) (see :class:`_Chain`). ``per_layer``: its compute
+    (stream 0 compute or 1 tp, seconds, part or collective kind, deps: indices into the
+    list; a stream runs its pieces in list order). ``per_layer``: its compute
     per layer (with ``recompute_s`` of full recomputation for B and BW); ``split``: the
     schedule splits the backward (B is then its input gradients; else B is all of it, like
     BW); ``col``/``row``:
