@@ -9,7 +9,7 @@ differ only in how the parts combine: the planner adds them in closed form, the 
 runs them (:mod:`scaleout.sim.engine`).
 
 Per rank (a *unit*: the t tensor-parallel GPUs of one stage of one replica, which meet in
-every layer) there are three streams:
+every layer) there are three streams (and ``ep``, ``cp``, ``tp`` where used):
 
 * ``compute``: the pipeline schedule's F, B, W (or full backward BW) operations in
   :func:`scaleout.pipeline.stage_order`'s order, each a chunk of the stage's layers for one

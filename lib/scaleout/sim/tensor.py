@@ -159,7 +159,7 @@ def _chain(kind, per_layer, layers, sec, col, row, t, sp, overlap, regather, rec
     if head_before > 0:
         c.comp(head_before, PART_HEAD)
     if kind == "W":
-        c.comp(per_layer * layers, PART_COL_W)
+        c.comp(per_layer * layers, 0)  # one piece, named like the operation
         return c.items
     blocks = list(zip(col, row, strict=True))
     for _ in range(layers):
