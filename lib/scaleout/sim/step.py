@@ -237,7 +237,7 @@ class _Base:
         self.split, self.ep_group = None, np.zeros(plan.d, dtype=np.int64)
         self.layers_per_op = stage_layers(model, p) // chunks
         self.paired = np.zeros(len(st), dtype=bool)
-        self.tp_chains = None
+        self.tp_chains = None  # True once add_tp has expanded the operations
 
     def add_tp(self, model, cluster, k):
         """Expand every F, B and BW into its layers' pieces and TP collectives
@@ -263,9 +263,18 @@ class _Base:
                     kind, comp[kind] / n, n, sec, col, row, plan.t, plan.sp, plan.overlap,
                     plan.regathers, 0.0 if kind in ("F", "W") else rec, split, before,
                     after)  # fmt: skip
-        self.tp_chains = [chains[int(ph), bool(x)] for ph, x in zip(self.ph, self.on_last,
-                                                                    strict=True)]  # fmt: skip
-        self.tp_sizes = np.array([len(c) for c in self.tp_chains])
+        # per chain: (is compute, seconds, part or kind, deps) as arrays and a list
+        keys = list(chains)
+        self.tp_templates = [
+            (np.array([x[0] == 0 for x in chains[key]]), np.array([x[1] for x in chains[key]]),
+             np.array([x[2] for x in chains[key]], dtype=np.int64), [x[3] for x in chains[key]])
+            for key in keys
+        ]  # fmt: skip
+        index = {key: i for i, key in enumerate(keys)}
+        self.tp_which = np.array([index[int(ph), bool(x)] for ph, x in zip(self.ph, self.on_last,
+                                                                         strict=True)])  # fmt: skip
+        self.tp_sizes = np.array([len(self.tp_templates[w][3]) for w in self.tp_which])
+        self.tp_chains = True
 
     def add_moe(self, spec, model, cluster):
         """Price ``spec``'s all-to-alls; replicas of different EP groups are simulated apart."""
@@ -374,39 +383,32 @@ class _Base:
         operation's entry and exit piece and, for each stage's last backward, its pieces'
         indices and their slowed seconds added one after another."""
         nstr, on_tp = len(STREAMS), STREAMS.index("tp")
-        n_ops = len(self.st)
-        entry, exit_ = np.zeros(n_ops, dtype=np.int64), np.zeros(n_ops, dtype=np.int64)
-        streams, durs, deps, kinds, mbs, chs, c_l, p_l = [], [], [], [], [], [], [], []
-        offset, wanted, marks = len(g), set(self.last_bwd.tolist()), {}
-        for j in range(n_ops):
-            items = self.tp_chains[j]
-            unit, f = int(unit_of[j]) * nstr, float(fac[self.st[j]])
-            ph, mb, ch = int(self.ph[j]), int(self.mb[j]), int(self.ch[j])
-            entry[j], exit_[j] = offset, offset + len(items) - 1
-            for stream, sec, code, need in items:
-                if stream == 0:
-                    streams.append(unit)
-                    durs.append(sec * f)
-                    kinds.append(ph)
-                    c_l.append(sec)
-                    p_l.append(code)
-                else:
-                    streams.append(unit + on_tp)
-                    durs.append(sec)
-                    kinds.append(code)
-                    c_l.append(0.0)
-                    p_l.append(0)
-                deps.append(tuple((offset + a, 1.0) for a in need) or None)
-            mbs += [mb] * len(items)
-            chs += [ch] * len(items)
-            if j in wanted:
-                mine = durs[len(durs) - len(items) :]
-                marks[j] = (offset + np.arange(len(items)), np.cumsum(mine))
-            offset += len(items)
-        g.extend(streams, durs, deps, [-1] * len(streams), kinds, mbs, chs)
-        comp.append(np.array(c_l))
-        tp.append(np.zeros(len(c_l)))
-        part.append(np.array(p_l, dtype=np.int64))
+        sizes, base = self.tp_sizes, len(g)
+        first = base + np.r_[0, np.cumsum(sizes)[:-1]]
+        entry, exit_ = first.copy(), first + sizes - 1
+        tmpl = self.tp_templates
+        which = self.tp_which
+        is_comp = np.concatenate([tmpl[w][0] for w in which.tolist()])
+        sec = np.concatenate([tmpl[w][1] for w in which.tolist()])
+        code = np.concatenate([tmpl[w][2] for w in which.tolist()])
+        unit = np.repeat(unit_of * nstr, sizes)
+        streams = np.where(is_comp, unit, unit + on_tp)
+        durs = np.where(is_comp, sec * np.repeat(fac[self.st], sizes), sec)
+        kinds = np.where(is_comp, np.repeat(self.ph, sizes), code)
+        deps = []
+        for j, w in enumerate(which.tolist()):
+            o = int(first[j])
+            deps += [tuple((o + a, 1.0) for a in need) or None for need in tmpl[w][3]]
+        mbs, chs = np.repeat(self.mb, sizes).tolist(), np.repeat(self.ch, sizes).tolist()
+        g.extend(streams.tolist(), durs.tolist(), deps, [-1] * len(deps), kinds.tolist(), mbs,
+                 chs)  # fmt: skip
+        comp.append(np.where(is_comp, sec, 0.0))
+        tp.append(np.zeros(len(deps)))
+        part.append(np.where(is_comp, code, 0).astype(np.int64))
+        marks = {}
+        for j in set(self.last_bwd.tolist()):
+            a, b = int(first[j]), int(first[j] + sizes[j])
+            marks[j] = (np.arange(a, b), np.cumsum(durs[a - base : b - base]))
         return entry, exit_, marks
 
     def add_cp(self, spec, model, cluster, k):
