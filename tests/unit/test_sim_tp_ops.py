@@ -68,6 +68,16 @@ def test_without_overlap_equal_with_a_straggler_and_interleaving():
     assert b.step_s == pytest.approx(a.step_s, rel=1e-12)
 
 
+@pytest.mark.parametrize("schedule", ["1f1b", "zb-h1", "dualpipe-v"])
+def test_without_overlap_equal_with_the_regather_and_dualpipe(schedule):
+    """Megatron run without its async overlap but with the re-gather (``regather=True``),
+    and DualPipe-V's full backwards (BW) beside its split ones."""
+    for plan in (PL.Plan(t=4, p=2, d=2, b=1, sp=True, regather=True),
+                 PL.Plan(t=4, p=2, d=2, b=1, recompute="full")):  # fmt: skip
+        a, b = _both(plan, 16, schedule)
+        assert b.step_s == pytest.approx(a.step_s, rel=1e-12)
+
+
 def _delta(plan, schedule_chunks):
     """The extra seconds of one B operation in op mode (module docstring)."""
     cl = PL.a100_cluster(plan.t * plan.p * plan.d)
