@@ -7,7 +7,9 @@ the step beside the planner's closed form. Without stragglers the d replicas are
 and simulated once; one straggler splits off its replica (two simulated); lognormal jitter
 makes every replica distinct (d simulated). Then a DeepSeek-V3-like mixture of experts
 (chapter 16's: every layer split into attention, experts and four all-to-alls) under 1F1B
-and DualPipe-V, with its exposed all-to-all.
+and DualPipe-V, with its exposed all-to-all. Last, tensor parallelism per layer (``tp_ops``)
+on a small GPT-3-like configuration: "layer" (closed form inside each operation) beside "op"
+(each layer's GEMMs and collectives as operations), events and events per second side by side.
 
     PYTHONPATH=lib .venv/bin/python bench/bench_sim.py
 """
@@ -62,6 +64,19 @@ def main() -> int:
         ops = len(tr._arrays["start"])
         print(f"{'V3-like MoE, ' + name:<24} {ops:>8} {secs:>7.3f} {ops / secs:>10.0f} "
               f"{secs / TARGET_S:>8.2f} {tr.exposed_s('ep', 0):>10.2f} s")  # fmt: skip
+    model, cluster, batch = PL.PRESETS["GPT-3 175B, 1,024 A100"]
+    model = PL.Model("GPT-3, 8 layers", layers=8, hidden=model.hidden, heads=model.heads,
+                     seq=model.seq, vocab=model.vocab)  # fmt: skip
+    plan = PL.Plan(t=8, p=4, d=1, b=1, sp=True, recompute="selective", overlap="megatron")
+    row = {}
+    for mode in ("layer", "op"):
+        secs, tr = best_of(3, model, PL.a100_cluster(32), 16, plan, tp_ops=mode)
+        row[mode] = (len(tr._arrays["start"]), secs, tr.step_s)
+    (n_l, s_l, st_l), (n_o, s_o, st_o) = row["layer"], row["op"]
+    print(f"{'TP case (8 layers, t 8)':<24} {'events':>8} {'events/s':>10} {'events':>8} "
+          f"{'events/s':>10} {'op/layer s':>10} {'step op/layer':>13}")  # fmt: skip
+    print(f"{'layer | op':<24} {n_l:>8} {n_l / s_l:>10.0f} {n_o:>8} {n_o / s_o:>10.0f} "
+          f"{s_o / s_l:>10.1f} {st_o / st_l:>13.4f}")  # fmt: skip
     return 0
 
 

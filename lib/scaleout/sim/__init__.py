@@ -13,6 +13,8 @@ Taught in chapter 16, "A training step, simulated" (``chapters/16_simulator.ipyn
 * :mod:`scaleout.sim.experts` - :class:`MoE`: expert parallelism's all-to-alls on an ``ep``
   stream, DualPipe-V's overlapped pairs.
 * :mod:`scaleout.sim.context` - :class:`CP`: ring attention's KV passes on a ``cp`` stream.
+* :mod:`scaleout.sim.tensor` - ``tp_ops="op"``: each layer's GEMMs and tensor-parallel
+  collectives as operations on the compute and ``tp`` streams, overlap from dependencies.
 * :mod:`scaleout.sim.replay` - the engine fed with a real run's measured durations.
 * :mod:`scaleout.sim.validation` - the simulator beside the planner and the published runs.
 """

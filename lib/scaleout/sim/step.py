@@ -9,13 +9,16 @@ differ only in how the parts combine: the planner adds them in closed form, the 
 runs them (:mod:`scaleout.sim.engine`).
 
 Per rank (a *unit*: the t tensor-parallel GPUs of one stage of one replica, which meet in
-every layer) there are three streams:
+every layer) there are three streams (and ``ep``, ``cp``, ``tp`` where used):
 
 * ``compute``: the pipeline schedule's F, B, W (or full backward BW) operations in
   :func:`scaleout.pipeline.stage_order`'s order, each a chunk of the stage's layers for one
   micro-batch: compute (times the calibration and the unit's slowdown) plus the exposed
   tensor-parallel communication of those layers (:func:`scaleout.planner.comm.tp_exposed`:
-  TP's overlap happens inside a layer and is priced per layer, not simulated); the last
+  by default, ``tp_ops="layer"``, TP's overlap happens inside a layer and is priced per
+  layer in closed form; with ``tp_ops="op"`` each layer's GEMMs run on this stream and its
+  collectives on a ``tp`` stream, and overlap is what their dependencies allow:
+  :mod:`scaleout.sim.tensor`); the last
   stage's operations include the output layer and loss (a third in F, the rest in B); then
   the optimizer step, after the unit's gradients are reduced.
 * ``pp``: one transfer per activation or gradient sent to another GPU
@@ -52,6 +55,7 @@ from . import context as CX
 from . import engine
 from . import experts as X
 from . import stragglers as S
+from . import tensor as TPX
 from .trace import KIND_BUCKET, KIND_OPTIMIZER, KIND_SEND, STREAMS, StepTrace
 
 MAX_STEPS = 64
@@ -106,7 +110,7 @@ def _states_bytes(model, plan):
 def simulate(model: Model, cluster: Cluster, global_batch: int, plan: Plan, *,
              calibration: float = 1.0, stragglers=None, steps: int = 1, seed: int = 0,
              schedule: str | None = None, moe: X.MoE | None = None,
-             cp: CX.CP | None = None) -> StepTrace:  # fmt: skip
+             cp: CX.CP | None = None, tp_ops: str = "layer") -> StepTrace:  # fmt: skip
     """Simulate ``steps`` training steps of ``plan`` (see the module docstring).
 
     ``calibration``: the multiplier on compute time (the planner's ``calibration``).
@@ -116,7 +120,11 @@ def simulate(model: Model, cluster: Cluster, global_batch: int, plan: Plan, *,
     :class:`scaleout.sim.MoE` makes every layer a mixture-of-experts layer with its
     all-to-alls on the ``ep`` stream (:mod:`scaleout.sim.experts`); ``cp``: a
     :class:`scaleout.sim.CP` splits every sequence over cp of the d GPUs, ring attention's
-    passes on the ``cp`` stream (:mod:`scaleout.sim.context`). Returns a
+    passes on the ``cp`` stream (:mod:`scaleout.sim.context`). ``tp_ops``: ``"layer"``
+    (each operation carries its layers' exposed TP communication, in closed form) or
+    ``"op"`` (each layer's GEMMs and TP collectives as operations on the compute and ``tp``
+    streams, overlap from their dependencies: :mod:`scaleout.sim.tensor`; at most
+    ``engine.MAX_OPS`` operations, ValueError beyond). Returns a
     :class:`StepTrace` whose events, critical path and breakdown are those of the first
     step; ``steps_s`` has every step."""
     m = check_plan(model, cluster, global_batch, plan)
@@ -131,6 +139,7 @@ def simulate(model: Model, cluster: Cluster, global_batch: int, plan: Plan, *,
         raise checks.fail("schedule", f"not {name!r} with an odd number of layers per stage", name)
     moe = X._check(moe, plan)
     cp = CX._check(cp, plan, model)
+    op_mode = TPX._check(tp_ops, plan.t, moe, cp)
     if moe is not None and cp is not None:
         raise checks.fail("cp", "None with moe (not simulated together)", cp)
     priced = model
@@ -143,9 +152,32 @@ def simulate(model: Model, cluster: Cluster, global_batch: int, plan: Plan, *,
         base.add_moe(moe, model, cluster)
     if cp is not None:
         base.add_cp(cp, priced, cluster, k)
+    if op_mode:
+        base.add_tp(model, cluster, k)
     traces = [base.run(S.factors(stragglers, cluster.gpus, rng)) for _ in range(steps)]
     first = traces[0]
     return first.with_steps(tuple(tr.step_s for tr in traces))
+
+
+def _too_many(total):
+    return checks.fail(
+        "tp_ops", f"'layer' for this configuration: 'op' would simulate about {total:,} "
+        f"operations, more than the engine's limit of {engine.MAX_OPS:,} (engine.MAX_OPS)",
+        "op")  # fmt: skip
+
+
+def _bucket_dep(mark, i, n):
+    """Bucket i of n ready (i + 1)/n of the way along an operation's pieces (``mark``:
+    their indices and slowed seconds added one after another)."""
+    ids, cum = mark
+    if i == n - 1:
+        return ((int(ids[-1]), 1.0),)
+    target = (i + 1) / n * float(cum[-1])
+    k = min(int(np.searchsorted(cum, target)), len(cum) - 1)
+    lo = float(cum[k - 1]) if k else 0.0
+    span = float(cum[k]) - lo
+    frac = min(1.0, max(0.0, (target - lo) / span)) if span > 0 else 1.0
+    return ((int(ids[k]), frac),)
 
 
 class _Base:
@@ -167,7 +199,7 @@ class _Base:
         names = np.array(PP.PHASES)[ph]
         self.comp = np.array([comp[x] for x in PP.PHASES])[ph]
         self.tp = np.array([tp[x] for x in PP.PHASES])[ph]
-        on_last = vs == n_vs - 1
+        on_last = self.on_last = vs == n_vs - 1
         self.comp = self.comp + np.where(on_last & f, head / 3, 0.0)
         self.comp = self.comp + np.where(
             on_last & (ph == 1) | on_last & (ph == 3), 2 * head / 3, 0.0
@@ -205,6 +237,44 @@ class _Base:
         self.split, self.ep_group = None, np.zeros(plan.d, dtype=np.int64)
         self.layers_per_op = stage_layers(model, p) // chunks
         self.paired = np.zeros(len(st), dtype=bool)
+        self.tp_chains = None  # True once add_tp has expanded the operations
+
+    def add_tp(self, model, cluster, k):
+        """Expand every F, B and BW into its layers' pieces and TP collectives
+        (:mod:`scaleout.sim.tensor`); one chain per phase, and per phase on the last stage
+        (with the output layer)."""
+        plan, n = self.plan, self.layers_per_op
+        lt = layer_times(model, cluster, plan.b, plan.t, plan.sp, plan.recompute, plan.flash)
+        col, row = tuple(k * x for x in lt.col), tuple(k * x for x in lt.row)
+        sec = C.tp_seconds(cluster, plan.b, model.seq, model.hidden, plan.t)
+        split = self.name in PP.SPLIT_BACKWARD
+        comp, _, head = _op_times(model, cluster, plan, self.chunks, k, split)
+        rec = k * lt.recompute if plan.recompute == "full" else 0.0
+        # at most 2 (blocks) x (4 t + 10) pieces per layer pass, twice with full recompute
+        bound = n * 2 * (4 * plan.t + 10) * 2 + 3
+        if bound > engine.MAX_OPS:
+            raise _too_many(bound)
+        chains = {}
+        for ph, kind in enumerate(PP.PHASES):
+            for last in (False, True):
+                before = 2 * head / 3 if last and kind in ("B", "BW") else 0.0
+                after = head / 3 if last and kind == "F" else 0.0
+                chains[ph, last] = TPX._chain(
+                    kind, comp[kind] / n, n, sec, col, row, plan.t, plan.sp, plan.overlap,
+                    plan.regathers, 0.0 if kind in ("F", "W") else rec, split, before,
+                    after)  # fmt: skip
+        # per chain: (is compute, seconds, part or kind, deps) as arrays and a list
+        keys = list(chains)
+        self.tp_templates = [
+            (np.array([x[0] == 0 for x in chains[key]]), np.array([x[1] for x in chains[key]]),
+             np.array([x[2] for x in chains[key]], dtype=np.int64), [x[3] for x in chains[key]])
+            for key in keys
+        ]  # fmt: skip
+        index = {key: i for i, key in enumerate(keys)}
+        self.tp_which = np.array([index[int(ph), bool(x)] for ph, x in zip(self.ph, self.on_last,
+                                                                         strict=True)])  # fmt: skip
+        self.tp_sizes = np.array([len(self.tp_templates[w][3]) for w in self.tp_which])
+        self.tp_chains = True
 
     def add_moe(self, spec, model, cluster):
         """Price ``spec``'s all-to-alls; replicas of different EP groups are simulated apart."""
@@ -229,6 +299,11 @@ class _Base:
         keyed = np.c_[np.zeros_like(self.ep_group) if same else self.ep_group, unit_f]
         replicas, which = np.unique(keyed, axis=0, return_inverse=True)
         which = np.asarray(which).ravel()
+        if self.tp_chains is not None:
+            per = (int(self.tp_sizes.sum()) + int(self.cross.sum())
+                   + p * ((self.buckets if self.dp_s > 0 else 0) + 1))  # fmt: skip
+            if len(replicas) * per > engine.MAX_OPS:
+                raise _too_many(len(replicas) * per)
         g = engine.Graph()
         comp, tp, part = [], [], []  # unslowed compute and exposed TP seconds, part names
         for q, row in enumerate(replicas):
@@ -243,7 +318,11 @@ class _Base:
         p, nstr, n_ops = self.plan.p, len(STREAMS), len(self.st)
         unit_of = q * p + self.st  # unit index of each compute op
         dur = self.comp * fac[self.st] + self.tp
-        if self.split is None:
+        marks = None
+        if self.tp_chains is not None:
+            entry, exit_, marks = self._add_tp_ops(g, unit_of, fac, comp, tp, part)
+            bwd_parts = None
+        elif self.split is None:
             first = g.extend((unit_of * nstr).tolist(), dur.tolist(), [None] * n_ops,
                              [-1] * n_ops, self.ph.tolist(), self.mb.tolist(),
                              self.ch.tolist())  # fmt: skip
@@ -282,7 +361,9 @@ class _Base:
             if self.dp_s > 0:
                 n = self.buckets
                 for i in range(n):
-                    if bwd_parts is None:
+                    if marks is not None:
+                        dep = _bucket_dep(marks[lb], i, n)
+                    elif bwd_parts is None:
                         dep = ((last, (i + 1) / n),)
                     else:  # bucket i: ready after (i + 1)/n of the op's compute parts
                         cp = bwd_parts[lb]
@@ -295,6 +376,40 @@ class _Base:
         comp.append(np.array(extra_comp))
         tp.append(np.zeros(len(extra_comp)))
         part.append(np.zeros(len(extra_comp), dtype=np.int64))
+
+    def _add_tp_ops(self, g, unit_of, fac, comp, tp, part):
+        """Every operation as its chain of pieces (:mod:`scaleout.sim.tensor`): compute
+        pieces slowed by the unit's factor, collectives on its tp stream. Returns each
+        operation's entry and exit piece and, for each stage's last backward, its pieces'
+        indices and their slowed seconds added one after another."""
+        nstr, on_tp = len(STREAMS), STREAMS.index("tp")
+        sizes, base = self.tp_sizes, len(g)
+        first = base + np.r_[0, np.cumsum(sizes)[:-1]]
+        entry, exit_ = first.copy(), first + sizes - 1
+        tmpl = self.tp_templates
+        which = self.tp_which
+        is_comp = np.concatenate([tmpl[w][0] for w in which.tolist()])
+        sec = np.concatenate([tmpl[w][1] for w in which.tolist()])
+        code = np.concatenate([tmpl[w][2] for w in which.tolist()])
+        unit = np.repeat(unit_of * nstr, sizes)
+        streams = np.where(is_comp, unit, unit + on_tp)
+        durs = np.where(is_comp, sec * np.repeat(fac[self.st], sizes), sec)
+        kinds = np.where(is_comp, np.repeat(self.ph, sizes), code)
+        deps = []
+        for j, w in enumerate(which.tolist()):
+            o = int(first[j])
+            deps += [tuple((o + a, 1.0) for a in need) or None for need in tmpl[w][3]]
+        mbs, chs = np.repeat(self.mb, sizes).tolist(), np.repeat(self.ch, sizes).tolist()
+        g.extend(streams.tolist(), durs.tolist(), deps, [-1] * len(deps), kinds.tolist(), mbs,
+                 chs)  # fmt: skip
+        comp.append(np.where(is_comp, sec, 0.0))
+        tp.append(np.zeros(len(deps)))
+        part.append(np.where(is_comp, code, 0).astype(np.int64))
+        marks = {}
+        for j in set(self.last_bwd.tolist()):
+            a, b = int(first[j]), int(first[j] + sizes[j])
+            marks[j] = (np.arange(a, b), np.cumsum(durs[a - base : b - base]))
+        return entry, exit_, marks
 
     def add_cp(self, spec, model, cluster, k):
         """Price ``spec``'s ring (``model`` with the whole sequence); each forward and

@@ -12,18 +12,24 @@ from .. import checks
 from .. import pipeline as PP
 
 #: The streams of every unit, in the order of their ids (unit * 3 + index).
-STREAMS = ("compute", "pp", "dp", "ep", "cp")
+STREAMS = ("compute", "pp", "dp", "ep", "cp", "tp")
 STREAM_TITLES = ("compute", "pipeline send", "gradient reduce", "expert all-to-all",
-                 "context-parallel ring")  # fmt: skip
+                 "context-parallel ring", "tensor-parallel collectives")  # fmt: skip
+#: Streams named in every Chrome trace; the others only where they hold events.
+ALWAYS_NAMED = 5
 # Operation kinds: the pipeline phases (PP.PHASES: F, B, W, BW = 0..3), then these.
 KIND_SEND, KIND_BUCKET, KIND_OPTIMIZER = 4, 5, 6
 KIND_DISPATCH, KIND_COMBINE, KIND_COMBINE_GRAD, KIND_DISPATCH_GRAD = 7, 8, 9, 10
 KIND_KV, KIND_DKV = 11, 12
+KIND_ALLREDUCE, KIND_ALLGATHER, KIND_REDUCESCATTER = 13, 14, 15  # the tp stream's collectives
 KIND_NAMES = (*PP.PHASES, "send", "grad bucket", "optimizer", "dispatch", "combine",
-              "combine grad", "dispatch grad", "KV pass", "dKV pass")  # fmt: skip
+              "combine grad", "dispatch grad", "KV pass", "dKV pass", "TP all-reduce",
+              "TP all-gather", "TP reduce-scatter")  # fmt: skip
 #: Names of the parts of an operation split by layer (``scaleout.sim.experts``,
-#: ``scaleout.sim.context``).
-PART_NAMES = {1: "attention", 2: "experts", 3: "ring block", 4: "rest"}
+#: ``scaleout.sim.context``, ``scaleout.sim.tensor``).
+PART_NAMES = {1: "attention", 2: "experts", 3: "ring block", 4: "rest", 5: "column GEMM",
+              6: "row GEMM", 7: "column weight grad", 8: "row weight grad", 9: "other",
+              10: "output layer"}  # fmt: skip
 BREAKDOWN = ("compute", "exposed_comm", "bubble", "straggler_wait", "slowdown", "optimizer")
 
 
@@ -212,14 +218,16 @@ class StepTrace:
         ``tid`` the stream, with metadata naming both."""
         a = self._arrays
         out = []
+        used = set(np.unique(a["stream"]).tolist())
         for rank, count in sorted(self.units.items()):
             label = f"rank {rank}" + (f" (stands for {count} GPUs)" if count > 1 else "")
             out.append(dict(ph="M", name="process_name", pid=rank, tid=0, args=dict(name=label)))
             out.append(dict(ph="M", name="process_sort_index", pid=rank, tid=0,
                             args=dict(sort_index=rank)))  # fmt: skip
             for k, title in enumerate(STREAM_TITLES):
-                out.append(dict(ph="M", name="thread_name", pid=rank, tid=k,
-                                args=dict(name=title)))  # fmt: skip
+                if k < ALWAYS_NAMED or k in used:
+                    out.append(dict(ph="M", name="thread_name", pid=rank, tid=k,
+                                    args=dict(name=title)))  # fmt: skip
         for i in range(len(a["start"])):
             e = self._event(i)
             out.append(dict(name=e.name, cat=e.stream, ph="X", pid=e.rank,

@@ -18,7 +18,8 @@ KIND_COLORS = {
     "BW": PHASE_COLORS["BW"][1], "send": "#7F7F7F", "grad bucket": "#CC79A7",
     "optimizer": "#222222", "dispatch": "#E69F00", "combine": "#56B4E9",
     "combine grad": "#E69F00", "dispatch grad": "#56B4E9", "KV pass": "#009E73",
-    "dKV pass": "#009E73",
+    "dKV pass": "#009E73", "TP all-reduce": "#D55E00", "TP all-gather": "#E69F00",
+    "TP reduce-scatter": "#56B4E9",
 }  # fmt: skip
 KIND_LABELS = {
     "F": "forward", "B": "backward (input grad)", "W": "weight grad", "BW": "full backward",
@@ -26,7 +27,8 @@ KIND_LABELS = {
     "dispatch": "all-to-all dispatch", "combine": "all-to-all combine",
     "combine grad": "all-to-all (combine's gradient)",
     "dispatch grad": "all-to-all (dispatch's gradient)", "KV pass": "ring: keys and values",
-    "dKV pass": "ring: their gradients",
+    "dKV pass": "ring: their gradients", "TP all-reduce": "TP all-reduce",
+    "TP all-gather": "TP all-gather", "TP reduce-scatter": "TP reduce-scatter",
 }  # fmt: skip
 PART_COLORS = {
     "compute": "#0072B2", "exposed_comm": "#D55E00", "bubble": NEUTRAL,
@@ -46,7 +48,7 @@ MAX_ROWS = 48  # rank-and-stream rows one timeline shows
 def timeline(trace: StepTrace, ranks=None, title: str = "", scale: float = 1.0,
              unit: str = "s", streams=STREAMS) -> go.Figure:  # fmt: skip
     """Each simulated rank's streams as rows (compute, pipeline send, gradient reduce,
-    expert all-to-all, context-parallel ring;
+    expert all-to-all, context-parallel ring, tensor-parallel collectives;
     rows with no event left out), operations as bars coloured by kind. ``ranks``: the
     ranks to show (default all simulated units, at most 16); ``scale`` and ``unit`` the
     time axis (e.g. 1e3, "ms"); ``streams``: which of ``scaleout.sim.STREAMS``."""
