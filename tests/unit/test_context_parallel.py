@@ -342,6 +342,40 @@ def test_llama3_table4_dp_is_the_one_gpus_and_batch_imply():
     assert long.tp * long.cp * long.pp * long.printed_dp == 8192 != long.gpus
 
 
+def test_published_records_are_the_csv_rows():
+    """Every record of context_parallel.published is built from context_parallel.csv."""
+    from scaleout import data
+
+    rows = data.load("context_parallel")
+
+    def pick(table, quantity):
+        return [v for v in rows if v.get("table") == table and v.get("quantity") == quantity]
+
+    for table, records in (("batch", P.RING_BENCHMARKS), ("varlen", P.RING_VARLEN_BENCHMARKS)):
+        flash = {(v.get("gpu"), v.get("passes")): v.value
+                 for v in pick(table, "iter_per_s") if v.get("method") == "flash_attn"}  # fmt: skip
+        measured = [v for v in pick(table, "iter_per_s") if v.get("method") != "flash_attn"]
+        assert len(records) == len(measured) == 12 and len(flash) == 4
+        for r, v in zip(records, measured, strict=True):
+            assert (r.gpu, r.passes, r.iter_per_s) == (v.get("gpu"), v.get("passes"), v.value)
+            assert r.flash_iter_per_s == flash[r.gpu, r.passes] and r.api == table
+            assert (r.cp, r.tokens_per_gpu) == (8, 8192) and type(r.cp) is int
+    usp = pick("usp", "iter_per_s")
+    assert [(r.ulysses, r.iter_per_s) for r in P.USP_BENCHMARKS] == [
+        (int(v.get("ulysses")), v.value) for v in usp
+    ]
+    assert [r.packed for r in P.USP_BENCHMARKS[:6]] == [True] * 3 + [False] * 3
+    ends = [int(v.value) for v in pick("varlen", "cu_seqlens")]
+    assert ends == [e for docs in P.VARLEN_DOCUMENTS for e in np.cumsum(docs).tolist()]
+    assert [s.tflops_per_gpu for s in P.LLAMA3_SETUPS] == [
+        v.value for v in pick("llama3", "tflops_per_gpu")
+    ]
+    assert [s.printed_dp for s in P.LLAMA3_SETUPS] == [
+        v.value for v in pick("llama3", "printed_dp")
+    ]
+    assert P.TOKENS_PER_BATCH == pick("llama3", "tokens_per_batch")[0].value == 2**24
+
+
 # ------------------------------------------------------------------ documents, rates, GEMMs
 
 

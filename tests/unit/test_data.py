@@ -16,10 +16,11 @@ def bib_keys() -> set[str]:
     return set(re.findall(r"^@\w+\{([^,\s]+),", BIB.read_text(encoding="utf-8"), re.M))
 
 
-@pytest.mark.parametrize("name", data.FILES)
-def test_every_row_is_sourced_and_unique(name):
+def check_rows(name, rows, setting=lambda v: v.setting):
+    """The rules every published row obeys: a references.bib source, a known unit and kind,
+    a locator, a reason for an assumption, a reading accuracy for a read-off value, a numeric
+    uncertainty, and no (source, locator, setting) twice."""
     keys = bib_keys()
-    rows = data.load(name)
     assert rows
     seen = set()
     for v in rows:
@@ -31,9 +32,57 @@ def test_every_row_is_sourced_and_unique(name):
         if v.kind == "read-off":
             assert v.note.strip() or v.uncertainty is not None, f"say how well: {v}"
         assert v.uncertainty is None or isinstance(v.uncertainty, float)
-        key = (v.source, v.locator, v.setting)
+        key = (v.source, v.locator, setting(v))
         assert key not in seen, f"{name}.csv: {key} appears twice"
         seen.add(key)
+
+
+@pytest.mark.parametrize("name", data.FILES)
+def test_every_row_is_sourced_and_unique(name):
+    check_rows(name, data.load(name))
+
+
+def test_the_nccl_logs_rows_obey_the_same_rules():
+    """calibrate.published reads data/nccl_logs/logs.csv itself (a row may lack a value);
+    its rows follow the one loader's conventions: the same columns, units, kinds and rules."""
+    from scaleout.calibrate import published as logs
+
+    header = (logs.DATA / "logs.csv").read_text(encoding="utf-8").splitlines()[0]
+    assert tuple(header.split(",")) == logs.COLUMNS
+    assert set(data.COLUMNS) <= set(logs.COLUMNS) and logs.UNITS is data.UNITS
+    assert logs.KINDS is data.KINDS
+    rows = logs.entries()
+    check_rows("nccl_logs/logs", rows, lambda e: tuple(getattr(e, c) for c in logs.SETTING))
+    # a log's quoted numbers are rows of it; a row without a value only describes a machine
+    assert sum(e.value is None for e in rows) == 1
+    assert all(e.value is not None for e in rows if e.unit != "ranks")
+
+
+def test_the_nccl_logs_loader_refuses_words_as_uncertainty(tmp_path, monkeypatch):
+    import csv
+
+    from scaleout.calibrate import published as logs
+
+    with open(logs.DATA / "logs.csv", newline="", encoding="utf-8") as fh:
+        head, row, *_ = list(csv.reader(fh))
+    monkeypatch.setattr(logs, "DATA", tmp_path)
+
+    def write(**fields):
+        changed = [fields.get(c, x) for c, x in zip(head, row, strict=True)]
+        with open(tmp_path / "logs.csv", "w", newline="", encoding="utf-8") as fh:
+            csv.writer(fh).writerows([head, changed])
+
+    write()
+    assert len(logs.entries()) == 1
+    write(uncertainty="approximate")
+    with pytest.raises(ValueError, match="uncertainty must be a number"):
+        logs.entries()
+    write(unit="furlongs")
+    with pytest.raises(ValueError, match="unit must be"):
+        logs.entries()
+    write(kind="assumed", note="")
+    with pytest.raises(ValueError, match="note must be a reason"):
+        logs.entries()
 
 
 def test_the_csv_is_in_the_package_data():

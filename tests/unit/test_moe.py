@@ -417,6 +417,45 @@ def test_mesh_groups_follow_megatrons_expert_order():
         assert sorted(r for g in m.groups(kind) for r in g) == list(range(8))
 
 
+def test_published_records_are_the_csv_rows():
+    """Every record of moe.published is built from moe.csv (same values, ints as ints)."""
+    from scaleout import data
+
+    rows = data.load("moe")
+    by = {v.key: v.value for v in rows}
+    bandwidth = [
+        v for v in rows if v.get("subject") == "DeepEP" and v.get("quantity") == "bandwidth"
+    ]
+    assert len(bandwidth) == len(moe.DEEPEP_MEASUREMENTS) == 28
+    for v, m in zip(bandwidth, moe.DEEPEP_MEASUREMENTS, strict=True):
+        setting = (v.get("kernel"), v.get("phase"), int(v.get("ep")), v.get("version"))
+        assert (m.kernel, m.phase, m.ep, m.table) == setting
+        assert m.gb_per_s == v.value and type(m.gb_per_s) is int
+    latency = {(v.get("version"), v.get("phase"), int(v.get("ep"))): v.value
+               for v in rows if v.get("quantity") == "latency"}  # fmt: skip
+    low = [m for m in moe.DEEPEP_MEASUREMENTS if m.kernel == "low-latency"]
+    assert {(m.table, m.phase, m.ep): m.microseconds for m in low} == latency
+    v3, mix = moe.DEEPSEEK_V3, moe.MIXTRAL_8X7B
+    for model, prefix in ((v3, "v3"), (mix, "mixtral")):
+        for field in ("layers", "hidden", "experts", "k", "expert_ffn", "vocab", "matmuls"):
+            got = getattr(model, field)
+            assert got == by[f"{prefix}-{field.replace('_', '-')}"] and type(got) is int
+    assert v3.attention == moe.published.mla_parameters(
+        *(int(by[f"v3-{q}"]) for q in ("hidden", "heads", "q-lora-rank", "kv-lora-rank",
+                                       "qk-nope-head-dim", "qk-rope-head-dim", "v-head-dim"))
+    )  # fmt: skip
+    counts = [(p.total, p.active) for p in moe.PUBLISHED_COUNTS]
+    assert counts == [(by["v3-total"], by["v3-active"]), (by["mixtral-total"],
+                      by["mixtral-active"]), (by["switch-c-total"], None)]  # fmt: skip
+    t = moe.DEEPSEEK_V3_TRAINING
+    assert (t.gpus, t.pp, t.ep, t.tp) == tuple(
+        by[f"v3-train-{q}"] for q in ("gpus", "pp", "ep", "tp")
+    )
+    net = moe.H800_NETWORK
+    assert (net.nvlink_gb_per_s, net.network_gb_per_s) == (by["h800-nvlink"], by["h800-rdma"])
+    assert moe.FP8_SCALE_BYTES_PER_ELEMENT == 4 / by["v3-fp8-tile"]
+
+
 def test_parameter_counts_match_the_published_ones():
     v3 = moe.moe_parameters(moe.DEEPSEEK_V3)
     assert round(v3.total / 1e9) == 671 and round(v3.active / 1e9) == 38  # published 37B

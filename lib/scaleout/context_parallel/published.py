@@ -37,13 +37,21 @@ models of :mod:`~scaleout.context_parallel.ring` and :mod:`~scaleout.context_par
   column is kept as printed (``printed_dp``): for the long-context row the arXiv HTML version
   prints 4, which neither the GPU count (16,384 / (8 x 16 x 16) = 8) nor the batch (16M tokens /
   131,072 / 16 sequences per DP rank = 8) allows; :attr:`LlamaSetup.dp` is the 8 both imply.
+
+Every number comes from ``scaleout/data/context_parallel.csv`` (the book's long format, loaded by
+:func:`scaleout.data.load`): one number a row with its unit, references.bib key, locator and
+kind; the setting columns ``table`` (batch, varlen, usp, llama3), ``quantity``, ``gpu``,
+``passes``, ``method`` (the source's column name: ``ring_attn``, ``zigzag_ring``, ...),
+``ulysses``, ``packed`` (``qkvpack`` or ``no_packed``), ``row`` and ``index``.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 
-from .. import checks
+import numpy as np
+
+from .. import checks, data
 
 __all__ = [
     "LLAMA3_SETUPS",
@@ -58,6 +66,48 @@ __all__ = [
 ]
 
 _RING_SOURCE = "zhuzilin/ring-flash-attention README, Performance Summary (batch api)"
+_ROWS = data.load("context_parallel")
+_BY_KEY = {v.key: v for v in _ROWS}
+
+
+def _int(key: str) -> int:
+    """The value of row ``key`` of context_parallel.csv, an integer (a size, a count)."""
+    v = _BY_KEY[checks.choice("key", key, sorted(_BY_KEY))].value
+    if v != int(v):
+        raise ValueError(f"context_parallel.csv row {key!r} must hold an integer, got {v!r}")
+    return int(v)
+
+
+def _table(table: str, quantity: str) -> list[data.Value]:
+    """The rows of ``table`` holding ``quantity``, in the file's order."""
+    return [v for v in _ROWS if v.get("table") == table and v.get("quantity") == quantity]
+
+
+#: The README's columns: (layout, scheme) of each distributed version.
+_METHODS = {
+    "ring_attn": ("contiguous", "ring"),
+    "zigzag_ring": ("zigzag", "ring"),
+    "stripe_attn": ("striped", "ring"),
+    "llama3_attn": ("contiguous", "allgather"),
+}
+
+
+def _ring_rows(table: str, source: str) -> tuple:
+    """The README's ``table`` (batch or varlen): one record per distributed version's
+    measurement, with the flash_attn reference of its (gpu, passes) row."""
+    rows = _table(table, "iter_per_s")
+    flash = {(v.get("gpu"), v.get("passes")): v.value for v in rows
+             if v.get("method") == "flash_attn"}  # fmt: skip
+    cp, tokens = _int(f"ring-{table}-gpus"), _int(f"ring-{table}-tokens-per-gpu")
+    out = []
+    for v in rows:
+        if v.get("method") == "flash_attn":
+            continue
+        gpu, passes = v.get("gpu"), v.get("passes")
+        layout, scheme = _METHODS[v.get("method")]
+        out.append(RingBenchmark(gpu, passes, layout, flash[gpu, passes], v.value, source, cp,
+                                 tokens, scheme, table))  # fmt: skip
+    return tuple(out)
 
 
 @dataclass(frozen=True)
@@ -73,8 +123,8 @@ class RingBenchmark:
     flash_iter_per_s: float
     iter_per_s: float
     source: str = _RING_SOURCE
-    cp: int = 8
-    tokens_per_gpu: int = 8192
+    cp: int = _int("ring-batch-gpus")
+    tokens_per_gpu: int = _int("ring-batch-tokens-per-gpu")
     scheme: str = "ring"
     api: str = "batch"
 
@@ -96,56 +146,29 @@ class RingBenchmark:
         return self.iter_per_s / (self.flash_iter_per_s / self.cp)
 
 
-def _rows():
-    table = {  # (gpu, passes): flash_attn iter/s, then ring_attn, zigzag_ring, stripe_attn
-        ("H800", "forward"): (591.5, 38.5, 63.0, 55.0),
-        ("H800", "forward+backward"): (154.7, 10.4, 17.4, 16.0),
-        ("A100", "forward"): (373.4, 24.0, 38.2, 32.5),
-        ("A100", "forward+backward"): (94.7, 6.2, 10.6, 9.75),
-    }
-    return tuple(
-        RingBenchmark(gpu, passes, layout, flash, measured)
-        for (gpu, passes), (flash, *rings) in table.items()
-        for layout, measured in zip(("contiguous", "zigzag", "striped"), rings, strict=True)
-    )
-
-
 #: The twelve measurements of the README's batch-API table.
-RING_BENCHMARKS: tuple[RingBenchmark, ...] = _rows()
+RING_BENCHMARKS: tuple[RingBenchmark, ...] = _ring_rows("batch", _RING_SOURCE)
 
 _VARLEN_SOURCE = "zhuzilin/ring-flash-attention README, Performance Summary (varlen api)"
+
 
 #: The four document masks the varlen benchmark cycles through, as document lengths of one
 #: GPU's 8,192 tokens (``cu_seqlens_list`` of ``benchmark_varlen_kvpacked_func.py``: [0, 8192],
 #: [0, 256, 7648, 8192], [0, 4096, 8192], [0, 3104, 6304, 7904, 8064, 8192]); the distributed
 #: runs pack the same documents 8 times longer into 65,536 tokens.
-VARLEN_DOCUMENTS: tuple[tuple[int, ...], ...] = (
-    (8192,),
-    (256, 7392, 544),
-    (4096, 4096),
-    (3104, 3200, 1600, 160, 128),
-)
+def _documents() -> tuple[tuple[int, ...], ...]:
+    """Each mask's document lengths: differences of its ``cu_seqlens`` rows (which start at 0)."""
+    masks: dict[str, list[int]] = {}
+    for v in _table("varlen", "cu_seqlens"):
+        masks.setdefault(v.get("row"), []).append(int(v.value))
+    return tuple(tuple(int(d) for d in np.diff([0, *ends])) for ends in masks.values())
 
 
-def _varlen_rows():
-    table = {  # (gpu, passes): flash_attn iter/s, then ring_attn, zigzag_ring, llama3_attn
-        ("H800", "forward"): (852.4, 52.4, 74.8, 60.8),
-        ("H800", "forward+backward"): (225.4, 14.4, 21.4, 16.4),
-        ("A100", "forward"): (532.3, 33.1, 47.9, 34.3),
-        ("A100", "forward+backward"): (133.8, 8.7, 13.4, 9.7),
-    }
-    kinds = (("contiguous", "ring"), ("zigzag", "ring"), ("contiguous", "allgather"))
-    return tuple(
-        RingBenchmark(
-            gpu, passes, layout, flash, measured, _VARLEN_SOURCE, scheme=scheme, api="varlen"
-        )  # fmt: skip
-        for (gpu, passes), (flash, *rows) in table.items()
-        for (layout, scheme), measured in zip(kinds, rows, strict=True)
-    )
+VARLEN_DOCUMENTS: tuple[tuple[int, ...], ...] = _documents()
 
 
 #: The twelve measurements of the README's varlen-API table.
-RING_VARLEN_BENCHMARKS: tuple[RingBenchmark, ...] = _varlen_rows()
+RING_VARLEN_BENCHMARKS: tuple[RingBenchmark, ...] = _ring_rows("varlen", _VARLEN_SOURCE)
 
 _USP_SOURCE = (
     "feifeibear/long-context-attention README, Benchmark, media/benchmark_results.png "
@@ -164,11 +187,11 @@ class UspBenchmark:
     layout: str
     packed: bool
     iter_per_s: float
-    seq: int = 131072
-    heads: int = 8
-    head_dim: int = 128
-    batch: int = 2
-    gpus: int = 8
+    seq: int = _int("usp-seq")
+    heads: int = _int("usp-heads")
+    head_dim: int = _int("usp-head-dim")
+    batch: int = _int("usp-batch")
+    gpus: int = _int("usp-gpus")
     gpu: str = "A100"
     source: str = _USP_SOURCE
 
@@ -193,18 +216,21 @@ class UspBenchmark:
         return self.gpus // self.ulysses
 
 
+_USP_LAYOUTS = {"basic": "contiguous", "zigzag": "zigzag", "stripe": "striped"}
+_USP_PACKED = {"qkvpack": True, "no_packed": False}
+
+
 def _usp_rows():
-    table = {  # Ulysses degree: (basic, zigzag, stripe), packed QKV then unpacked
-        8: ((20.988, 20.992, 21.036), (20.983, 21.002, 20.976)),
-        4: ((15.309, 21.916, 21.146), (15.496, 21.464, 20.54)),
-        2: ((8.994, 21.383, 20.447), (13.181, 21.201, 20.355)),
-        1: ((7.769, 18.211, 17.569), (11.332, 17.778, 17.057)),
-    }
+    """The table's 128K rows; the setup (seq, heads, head_dim, batch, gpus) is the record's
+    defaults, the rows ``usp-*`` of the same file."""
     return tuple(
-        UspBenchmark(u, layout, packed, value)
-        for u, columns in table.items()
-        for packed, values in zip((True, False), columns, strict=True)
-        for layout, value in zip(("contiguous", "zigzag", "striped"), values, strict=True)
+        UspBenchmark(
+            int(v.get("ulysses")),
+            _USP_LAYOUTS[v.get("method")],
+            _USP_PACKED[v.get("packed")],
+            v.value,
+        )
+        for v in _table("usp", "iter_per_s")
     )
 
 
@@ -212,7 +238,7 @@ def _usp_rows():
 USP_BENCHMARKS: tuple[UspBenchmark, ...] = _usp_rows()
 
 #: Tokens per global batch in every row of Llama 3's Table 4 ("16M"), 2**24 = 64 x 32 x 8,192.
-TOKENS_PER_BATCH = 2**24
+TOKENS_PER_BATCH = _int("llama3-tokens-per-batch")
 
 
 @dataclass(frozen=True)
@@ -252,8 +278,9 @@ class LlamaSetup:
 
 
 #: Llama 3 405B's three configurations (8K pre-training on 8K and 16K GPUs; long context).
-LLAMA3_SETUPS: tuple[LlamaSetup, ...] = (
-    LlamaSetup(8192, 8, 1, 16, 8192, 430.0, 64, 32),
-    LlamaSetup(16384, 8, 1, 16, 8192, 400.0, 128, 16),
-    LlamaSetup(16384, 8, 16, 16, 131072, 380.0, 4, 16),
-)
+LLAMA3_SETUPS: tuple[LlamaSetup, ...] = tuple(
+    LlamaSetup(*(_int(f"llama3-row{row}-{q}") for q in ("gpus", "tp", "cp", "pp", "seq")),
+               _BY_KEY[f"llama3-row{row}-tflops-per-gpu"].value,
+               _int(f"llama3-row{row}-printed-dp"), _int(f"llama3-row{row}-batch-per-dp"))
+    for row in dict.fromkeys(v.get("row") for v in _table("llama3", "gpus"))
+)  # fmt: skip

@@ -52,6 +52,8 @@ UNITS = (
     "ratio", "x", "GPU-hours", "MB/s", "TB", "PFLOP/s",
     "GT/s", "bits",  # interconnect.csv
     "FLOP/s", "sequences",  # compute.csv, tensor_parallel.csv
+    "iter/s",  # context_parallel.csv
+    "ranks",  # nccl_logs/logs.csv (calibrate.published)
 )  # fmt: skip
 INTEGRAL_UNITS = ("count", "year", "generation", "bits")
 #: The files of this package (names without ``.csv``): every ``*.csv`` beside this module.

@@ -5,15 +5,45 @@ authors published, and the chapter recomputes their parameter counts with
 :func:`scaleout.moe.moe_parameters` and prices DeepEP's measured all-to-alls with
 :mod:`scaleout.moe.deepep` (the transport each measured version used, the bytes DeepEP
 counts).
+
+Every number comes from ``scaleout/data/moe.csv`` (the book's long format, loaded by
+:func:`scaleout.data.load`: one number a row with its unit, references.bib key, locator and
+kind), by row ``key``; the model shapes and the DeepEP rows by their setting columns
+(``subject``, ``quantity``, ``kernel``, ``phase``, ``ep``, ``version``).
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 
-from .. import checks
+from .. import checks, data, hardware
 from .cost import Network
 from .placement import MoEModel
+
+_ROWS = data.load("moe")
+_BY_KEY = {v.key: v for v in _ROWS}
+
+
+def _value(key: str) -> float:
+    """The value of row ``key`` of moe.csv."""
+    return _BY_KEY[checks.choice("key", key, sorted(_BY_KEY))].value
+
+
+def _int(key: str) -> int:
+    """The value of row ``key``, an integer (a count, a size, a published integral figure)."""
+    return _integral(_BY_KEY[checks.choice("key", key, sorted(_BY_KEY))])
+
+
+def _integral(row: data.Value) -> int:
+    if row.value != int(row.value):
+        raise ValueError(f"moe.csv row {row.key!r} must hold an integer, got {row.value!r}")
+    return int(row.value)
+
+
+def _shape(prefix: str, fields: tuple[str, ...]) -> dict:
+    """A model's stated sizes by field, from the rows ``<prefix>-<field>`` (with dashes)."""
+    return {f: _int(f"{prefix}-{f.replace('_', '-')}") for f in fields}
+
 
 _V3_PAPER = "DeepSeek-AI, DeepSeek-V3 Technical Report (arXiv 2412.19437)"
 _V3_CONFIG = (
@@ -49,15 +79,24 @@ def gqa_parameters(hidden, heads, kv_heads, head_dim) -> int:
     return 2 * h * n * d + 2 * h * kv * d
 
 
+_MOE_FIELDS = ("layers", "hidden", "experts", "k", "expert_ffn", "vocab", "matmuls")
+_MLA_FIELDS = ("heads", "q_lora_rank", "kv_lora_rank", "qk_nope_head_dim", "qk_rope_head_dim",
+               "v_head_dim", "dense_layers", "dense_ffn", "shared_experts")  # fmt: skip
+_v3 = _shape("v3", _MOE_FIELDS + _MLA_FIELDS)
 DEEPSEEK_V3 = MoEModel(
-    "DeepSeek-V3", layers=61, hidden=7168, experts=256, k=8, expert_ffn=2048,
-    attention=mla_parameters(7168, 128, 1536, 512, 128, 64, 128), vocab=129280,
-    dense_layers=3, dense_ffn=18432, shared_experts=1, matmuls=3,
+    "DeepSeek-V3", **{f: _v3[f] for f in _MOE_FIELDS},
+    attention=mla_parameters(_v3["hidden"], _v3["heads"], _v3["q_lora_rank"],
+                             _v3["kv_lora_rank"], _v3["qk_nope_head_dim"],
+                             _v3["qk_rope_head_dim"], _v3["v_head_dim"]),
+    dense_layers=_v3["dense_layers"], dense_ffn=_v3["dense_ffn"],
+    shared_experts=_v3["shared_experts"],
     source=_V3_CONFIG + "; the multi-token-prediction module (14B) is not counted",
 )  # fmt: skip
+_mix = _shape("mixtral", _MOE_FIELDS + ("heads", "kv_heads", "head_dim"))
 MIXTRAL_8X7B = MoEModel(
-    "Mixtral 8x7B", layers=32, hidden=4096, experts=8, k=2, expert_ffn=14336,
-    attention=gqa_parameters(4096, 32, 8, 128), vocab=32000, matmuls=3, source=_MIXTRAL,
+    "Mixtral 8x7B", **{f: _mix[f] for f in _MOE_FIELDS},
+    attention=gqa_parameters(_mix["hidden"], _mix["heads"], _mix["kv_heads"], _mix["head_dim"]),
+    source=_MIXTRAL,
 )  # fmt: skip
 MODELS = {m.name: m for m in (DEEPSEEK_V3, MIXTRAL_8X7B)}
 
@@ -81,10 +120,11 @@ class PublishedCount:
 
 
 PUBLISHED_COUNTS = (
-    PublishedCount("DeepSeek-V3", 671e9, 37e9, _V3_PAPER + ", abstract; README (685B with MTP)"),
-    PublishedCount("Mixtral 8x7B", 47e9, 13e9,
+    PublishedCount("DeepSeek-V3", _value("v3-total"), _value("v3-active"),
+                   _V3_PAPER + ", abstract; README (685B with MTP)"),
+    PublishedCount("Mixtral 8x7B", _value("mixtral-total"), _value("mixtral-active"),
                    "Jiang et al. 2024, Sec. 2: 47B parameters, 13B active per token"),
-    PublishedCount("Switch-C", 1571e9, None,
+    PublishedCount("Switch-C", _value("switch-c-total"), None,
                    "Fedus et al. 2022 (JMLR), Table 9: 1571B parameters, 2048 experts, "
                    "top-1 routing; active parameters not stated"),
 )  # fmt: skip
@@ -131,7 +171,9 @@ class TrainingSetup:
 
 
 DEEPSEEK_V3_TRAINING = TrainingSetup(
-    "DeepSeek-V3", gpus=2048, gpus_per_node=8, pp=16, ep=64, tp=1, max_nodes_per_token=4,
+    "DeepSeek-V3", gpus=_int("v3-train-gpus"), gpus_per_node=_int("v3-train-gpus-per-node"),
+    pp=_int("v3-train-pp"), ep=_int("v3-train-ep"), tp=_int("v3-train-tp"),
+    max_nodes_per_token=_int("v3-train-max-nodes"),
     source=_V3_PAPER + ", Sec. 3.1 (2048 H800, 8 per node, NVLink/NVSwitch inside, "
     "InfiniBand across) and Sec. 3.2 (16-way PP, 64-way EP spanning 8 nodes, ZeRO-1 DP; "
     "no TP); Sec. 2.1.2 and 3.2.2 (each token sent to at most M = 4 nodes)",
@@ -141,7 +183,8 @@ DEEPSEEK_V3_TRAINING = TrainingSetup(
 #: and a 400 Gb/s ConnectX-7 InfiniBand NIC per GPU at about 50 GB/s (per direction), with
 #: the latencies the book's NVLink and NIC presets assume (scaleout.hardware).
 H800_NETWORK = Network(
-    8, 160.0, 50.0, 1e-6, 3e-6,
+    DEEPSEEK_V3_TRAINING.gpus_per_node, _value("h800-nvlink"), _value("h800-rdma"),
+    hardware.LINKS["nvlink4-h100"].alpha_s, hardware.LINKS["nic-400g"].alpha_s,
     _DEEPEP + ": 'H800 (~160 GB/s NVLink maximum bandwidth), each connected to a CX7 "
     "InfiniBand 400 Gb/s RDMA network card (~50 GB/s maximum bandwidth)'; "
     + _V3_PAPER + ", Sec. 3.2.2 (IB 50 GB/s, NVLink 160 GB/s)",
@@ -205,36 +248,44 @@ _NORMAL_SRC = (_DEEPEP + ": normal kernels with NVLink and RDMA forwarding, H800
                "BF16 combine; bottleneck bandwidth")  # fmt: skip
 _LL_SRC = ("low-latency kernels, H800 with a CX7 400 Gb/s NIC each, 128 tokens per batch, "
            "7168 hidden, top-8 experts, FP8 dispatch, BF16 combine")  # fmt: skip
-_NORMAL = ((8, 153, 158), (16, 43, 43), (32, 58, 57), (64, 51, 50))
-# (ep, dispatch us, dispatch GB/s, combine us, combine GB/s): docs/legacy.md at dd758ca,
-# the EP 8-64 rows as re-measured with NVLink (README news of 2025-06-05, commit de8cfca,
-# PR #173), EP 128 and 256 unchanged since the first release (so measured with pure RDMA).
-_LOW = ((8, 77, 98, 114, 127), (16, 118, 63, 195, 74), (32, 155, 48, 273, 53),
-        (64, 173, 43, 314, 46), (128, 192, 39, 369, 39), (256, 194, 39, 360, 40))  # fmt: skip
-# The first release's EP 8-64 rows, pure RDMA (README at ebfe47e, replaced at de8cfca).
-_LOW_FIRST = ((8, 163, 46, 318, 46), (16, 173, 43, 329, 44), (32, 182, 41, 350, 41),
-              (64, 186, 40, 353, 41))  # fmt: skip
+#: Bytes per element of each phase: FP8 dispatch, BF16 combine (the dtypes' sizes).
+_BYTES = {"dispatch": 1, "combine": 2}
+_LL_SOURCES = {
+    "dd758ca": (_DEEPEP + ": " + _LL_SRC + "; EP 8-64 re-measured with NVLink to the node's GPUs "
+                "(README news 2025-06-05, commit de8cfca, PR #173), EP 128 and 256 as first "
+                "published (pure RDMA)"),
+    "ebfe47e": _FIRST + ": " + _LL_SRC + ", pure RDMA",
+}  # fmt: skip
 
 
-def _low(rows, table, source, transport_of):
-    phases = lambda du, dbw, cu, cbw: (("dispatch", 1, du, dbw), ("combine", 2, cu, cbw))  # noqa: E731
-    return [AllToAllMeasurement("low-latency", phase, ep, 128, 7168, 8, b, bw, us,
-                                transport_of(ep), "RDMA", table, source)
-            for ep, *row in rows for phase, b, us, bw in phases(*row)]  # fmt: skip
+def _transport(kernel: str, version: str, ep: int) -> str:
+    if kernel == "normal":
+        return "two-hop"
+    return "nvlink+rdma" if version == "dd758ca" and ep <= 64 else "rdma"
 
 
-DEEPEP_MEASUREMENTS = tuple(
-    [AllToAllMeasurement("normal", phase, ep, 4096, 7168, 8, b, bw, None, "two-hop",
-                         "NVLink" if ep == 8 else "RDMA", "dd758ca", _NORMAL_SRC)
-     for ep, d, c in _NORMAL for phase, b, bw in (("dispatch", 1, d), ("combine", 2, c))]
-    + _low(_LOW, "dd758ca",
-           _DEEPEP + ": " + _LL_SRC + "; EP 8-64 re-measured with NVLink to the node's GPUs "
-           "(README news 2025-06-05, commit de8cfca, PR #173), EP 128 and 256 as first "
-           "published (pure RDMA)",
-           lambda ep: "nvlink+rdma" if ep <= 64 else "rdma")
-    + _low(_LOW_FIRST, "ebfe47e", _FIRST + ": " + _LL_SRC + ", pure RDMA", lambda ep: "rdma")
-)  # fmt: skip
+def _measurements() -> tuple[AllToAllMeasurement, ...]:
+    """DeepEP's tables from moe.csv, in the file's order: one record per bandwidth row, with
+    the latency row of the same setting (low-latency kernels) and its table's setup rows."""
+    out = []
+    for v in _ROWS:
+        if v.get("subject") != "DeepEP" or v.get("quantity") != "bandwidth":
+            continue
+        kernel, phase, ver, ep = v.get("kernel"), v.get("phase"), v.get("version"), int(v.get("ep"))
+        tag = f"deepep-{'normal' if kernel == 'normal' else 'll'}-{ver}"
+        us = None if kernel == "normal" else _int(f"deepep-ll-{ver}-{phase}-ep{ep}-us")
+        intranode = ep <= H800_NETWORK.gpus_per_node  # the normal table's "Intranode" row
+        link = "NVLink" if kernel == "normal" and intranode else "RDMA"
+        source = _NORMAL_SRC if kernel == "normal" else _LL_SOURCES[ver]
+        out.append(AllToAllMeasurement(
+            kernel, phase, ep, _int(f"{tag}-tokens"), _int(f"{tag}-hidden"), _int(f"{tag}-k"),
+            _BYTES[phase], _integral(v), us,
+            _transport(kernel, ver, ep), link, ver, source))  # fmt: skip
+    return tuple(out)
+
+
+DEEPEP_MEASUREMENTS = _measurements()
 
 #: FP8 activations carry one fp32 scale per 1 x 128 tile (DeepSeek-V3 report, Sec. 3.3.2):
 #: 4 bytes per 128 elements on top of the 1-byte values.
-FP8_SCALE_BYTES_PER_ELEMENT = 4 / 128
+FP8_SCALE_BYTES_PER_ELEMENT = 4 / _int("v3-fp8-tile")
