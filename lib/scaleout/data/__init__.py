@@ -4,27 +4,31 @@ Every file ``lib/scaleout/data/<name>.csv`` has the columns of :data:`COLUMNS` (
 unit, ``source``: a key of the book's ``references.bib``, ``locator``: the table, figure,
 page, column or line in that source, ``kind``: one of :data:`KINDS`, ``uncertainty``: a number
 in the value's unit or empty, and a ``note``), an optional ``key`` (the row's name, unique in
-its file) and the columns of its setting: for ``gpus.csv``, ``gpu`` and ``field`` (the name
-of a :class:`scaleout.hardware.GPU` field); for ``congestion.csv``, ``quantity``, ``system``,
-``setting`` and ``range_end`` (low or high, the two ends of a stated range); for
-``failures.csv``, ``run``, ``quantity`` and ``category``; for ``interconnect.csv`` (the
-NVLink, NVSwitch, system, PCIe, NIC and link tables of :mod:`scaleout.hardware`), ``table``,
-``row`` and ``field``; for ``models.csv`` (the shapes of :data:`scaleout.transformer.MODELS`),
-``model`` and ``field``; for ``attention.csv`` (FlashAttention's measured rates), ``gpu``,
-``dtype``, ``pass``, ``mask``, ``head_dim`` and ``seq``. ``kind`` says
-how the number was obtained: ``measured`` (a measurement the source reports), ``read-off``
-(read from a figure, with its reading uncertainty), ``stated`` (a specification or a value
-the source states, or simple arithmetic on stated values, said in the note) and
-``assumed`` (not in a primary source: the note says why it is used, and ``source`` names
-the document the assumption leans on). Words about a value ("up to", "about", "a lower
+its file) and the columns of its setting (whatever tells its rows apart; the file's header
+names them). The files, and what reads them:
+
+* ``gpus.csv`` (``gpu``, ``field``): :data:`scaleout.hardware.GPUS`;
+* ``interconnect.csv`` (``table``, ``row``, ``field``): the NVLink, NVSwitch, system, PCIe
+  and NIC tables and the link presets of :mod:`scaleout.hardware`;
+* ``models.csv`` (``model``, ``field``): :data:`scaleout.transformer.MODELS`;
+* ``attention.csv``: FlashAttention's rates in :mod:`scaleout.compute.flash`;
+* ``compute.csv``, ``tensor_parallel.csv``, ``pipeline.csv``, ``zero.csv``, ``moe.csv``,
+  ``context_parallel.csv``, ``nccl.csv``, ``rdma.csv``, ``congestion.csv``, ``failures.csv``:
+  the ``published`` module of the chapter's package (``scaleout.<name>.published``, or
+  ``scaleout.pipeline_published`` and ``scaleout.zero_published``).
+
+``kind`` says how the number was obtained: ``measured`` (a measurement the source
+reports), ``read-off`` (read from a figure, with its reading uncertainty), ``stated`` (a
+specification or a value the source states, or simple arithmetic on stated values, said in
+the note) and ``assumed`` (not in a primary source: the note says why it is used, and
+``source`` names the document the assumption leans on). Words about a value ("up to", "about", "a lower
 bound") go in the note, never in ``uncertainty``.
 
 :func:`load` returns a file's rows as :class:`Value` records; :func:`gpu_fields` one GPU's
-fields by column name (what :data:`scaleout.hardware.GPUS` is built from). The records of
-:mod:`scaleout.congestion.published` and :mod:`scaleout.failures.published` are built from
-:func:`load` too. The unit test ``tests/unit/test_data.py`` checks every source key against
-``references.bib``, every unit against :data:`UNITS` and that no (source, locator, setting)
-appears twice.
+fields by column name (what :data:`scaleout.hardware.GPUS` is built from). The unit test
+``tests/unit/test_data.py`` checks every source key against ``references.bib``, every unit
+against :data:`UNITS` and that no (source, locator, setting) appears twice; each reader's
+tests check that its records are the rows.
 
 Files: :data:`FILES`. Limits: at most :data:`MAX_ROWS` rows a file.
 """
