@@ -16,7 +16,9 @@ BASELINES = {
     "alltoall_seconds": call(np.full((4, 4), 1e6), machine=_NET),
     "two_hop_bytes": call(_R, 4, 2, token_bytes=8.0),
     "two_hop_seconds": call(_R, 4, token_bytes=8.0, machine=_NET),
-    "two_hop_time": call(np.array([[0, 1], [2, -1], [3, 0], [1, 2]]), 4, token_bytes=8.0, machine=_NET),
+    "two_hop_time": call(
+        np.array([[0, 1], [2, -1], [3, 0], [1, 2]]), 4, token_bytes=8.0, machine=_NET
+    ),
     "LayerAllToAll": call(1e-3, 1e-3, 1e-3, 1e-3, 1e6),
     "layer_alltoall": call(_PLAN, combine_token_bytes=4.0, machine=_NET),
     "expert_flops": call([10.0, 20.0], 64, 128, matmuls=3),
