@@ -49,7 +49,8 @@ checks every public function and method of the library against the rule):
   interface;
 * the planner's and the simulator's ``cluster`` (:class:`scaleout.planner.Cluster`, the
   job's whole hardware record: the GPU count and kind, the NCCL preset of its servers, NIC
-  and datasheet overrides) stays the second positional argument of ``planner.predict(model, cluster, ...)`` and
+  and datasheet overrides) stays the second positional argument of
+  ``planner.predict(model, cluster, ...)`` and
   ``sim.simulate(model, cluster, global_batch, plan, ...)``, the API issue 25 fixes; it is
   a description of a training job's hardware, not a network to price one collective on;
 * :mod:`scaleout.topology`'s ``cluster`` (a :class:`scaleout.topology.Cluster`, chapter 11's
