@@ -143,3 +143,24 @@ def test_the_exemptions_exist_and_are_needed():
         assert qual in found, f"stale exemption {qual}"
         first = _parameters(found[qual])[0]
         assert first.name == "machine" and first.kind is first.POSITIONAL_OR_KEYWORD, qual
+
+
+def test_a_machine_its_topology_and_its_preset_name_price_the_same():
+    import numpy as np
+
+    from scaleout import context_parallel, moe, nccl
+    from scaleout.data_parallel import dp_network
+    from scaleout.machine import preset
+
+    one = preset("dgx-h100")
+    forms = (one, one.topology, "dgx-h100")
+    for f in (
+        lambda m: nccl.predict("allreduce", 2.0**30, machine=m).seconds,
+        lambda m: nccl.collective_seconds("allgather", 1e8, 8, 2, machine=m),
+        lambda m: nccl.p2p.sendrecv_us(1e6, True, machine=m),
+        lambda m: context_parallel.transfer_seconds("alltoall", 1e8, 8, machine=m),
+        lambda m: moe.alltoall_seconds(np.full((16, 16), 1e6), machine=m).seconds,
+        lambda m: dp_network(16, 8, machine=m).ranks,
+    ):
+        values = [f(m) for m in forms]
+        assert values[0] == values[1] == values[2]
