@@ -41,11 +41,11 @@ def main(argv: list[str] | None = None) -> None:
 
     def cold():
         model._table.cache_clear()
-        nccl.predict("allreduce", sizes, topo)
+        nccl.predict("allreduce", sizes, machine=topo)
 
-    warm_vector = best_of(args.reps, lambda: nccl.predict("allreduce", sizes, topo))
+    warm_vector = best_of(args.reps, lambda: nccl.predict("allreduce", sizes, machine=topo))
     cold_vector = best_of(args.reps, cold)
-    loop = best_of(1, lambda: [nccl.predict("allreduce", float(s), topo) for s in sizes])
+    loop = best_of(1, lambda: [nccl.predict("allreduce", float(s), machine=topo) for s in sizes])
     print(f"pricing {args.sizes} sizes on 16 DGX H100: cold {cold_vector * 1e3:.1f} ms, "
           f"warm {warm_vector * 1e3:.1f} ms, one call per size {loop * 1e3:.0f} ms "
           f"(vectorised {loop / warm_vector:.0f}x faster)")  # fmt: skip

@@ -159,28 +159,31 @@ def calls(
     )
 
 
-def seconds(call_list: Calls, topo) -> float:
-    """NCCL's model's time for every call of ``call_list`` on ``topo`` (a topology or a
-    preset name), each priced at its own size: the sum, in seconds, the per-step gather
-    included."""
+def seconds(call_list: Calls, *, machine) -> float:
+    """NCCL's model's time for every call of ``call_list`` on ``machine`` (a topology, a
+    :class:`scaleout.machine.Machine` or a preset name), each priced at its own size: the
+    sum, in seconds, the per-step gather included."""
     checks.instance("call_list", call_list, Calls)
     total = 0.0
     for coll, sizes in (("allgather", call_list.allgather),
                         ("reducescatter", call_list.reducescatter),
                         ("allreduce", call_list.allreduce)):  # fmt: skip
         if sizes.size:
-            total += float(np.sum(nccl.predict(coll, sizes * ELEMENT_BYTES, topo).seconds))
+            total += float(
+                np.sum(nccl.predict(coll, sizes * ELEMENT_BYTES, machine=machine).seconds)
+            )
     if call_list.per_step:
         total += float(nccl.predict("allgather", call_list.per_step * ELEMENT_BYTES,
-                                    topo).seconds)  # fmt: skip
+                                    machine=machine).seconds)  # fmt: skip
     return checks.finite_result("seconds", total)
 
 
-def whole_model_seconds(call_list: Calls, topo) -> float:
+def whole_model_seconds(call_list: Calls, *, machine) -> float:
     """Three whole-model calls, two all-gathers and one reduce-scatter of every parameter
-    (the ZeRO paper's 3 psi), the pricing without per-call latency."""
+    (the ZeRO paper's 3 psi) on ``machine`` (as in :func:`seconds`), the pricing without
+    per-call latency."""
     checks.instance("call_list", call_list, Calls)
     total = int(call_list.reducescatter.sum() + call_list.allreduce.sum()) * ELEMENT_BYTES
     return checks.finite_result("seconds", float(
-        2 * nccl.predict("allgather", total, topo).seconds
-        + nccl.predict("reducescatter", total, topo).seconds))  # fmt: skip
+        2 * nccl.predict("allgather", total, machine=machine).seconds
+        + nccl.predict("reducescatter", total, machine=machine).seconds))  # fmt: skip

@@ -19,9 +19,48 @@ NICs) and how many servers there are. Build one
     ``gb200-nvl72`` for B200 NVLink domains of more than 8 GPUs, ``pcie`` for PCIe-only
     servers.
 
-Functions that price communication take the machine as ``machine=``, a keyword argument,
-last; it may be a :class:`Machine`, a topology or a preset name: :func:`as_topology` and
-:func:`as_machine` turn any of them into what they need.
+**The machine argument.** A public function or method that prices communication on a
+machine takes it as ``machine=``, a keyword-only argument, last (only ``**kwargs`` after
+it), with its default where it has one (``machine="dgx-h100"``); no other name (``topo``,
+``net``, ``network``) is used for it. Where the function needs NCCL's topology, ``machine``
+may be a :class:`Machine`, an :class:`scaleout.nccl.topo.Topology` or a preset name of
+:data:`scaleout.nccl.topo.PRESETS`: :func:`as_topology` and :func:`as_machine` turn any of
+them into what they need (inside :mod:`scaleout.nccl`, which this module imports, the same
+reading is ``nccl.topo._as_topology``). The expert-parallel model prices on its own
+:class:`scaleout.moe.Network` record; its functions take that record as ``machine=``, or
+anything :func:`scaleout.moe.as_network` turns into one through
+:func:`scaleout.moe.nccl_network`. So::
+
+    nccl.predict("allreduce", 2**30, machine="dgx-h100")
+    moe.alltoall_seconds(pair_bytes, machine=preset("dgx-h100", servers=2))
+
+Exceptions, each for a reason (``tests/unit/test_machine_argument.py`` holds the lists and
+checks every public function and method of the library against the rule):
+
+* functions whose subject is the machine itself take it first, positionally, as
+  ``machine``: the converters :func:`as_topology`, :func:`as_machine`,
+  :func:`scaleout.moe.nccl_network`, :func:`scaleout.moe.as_network`,
+  :func:`scaleout.moe.rdma_only`, :func:`scaleout.congestion.collective.as_topology`,
+  :func:`scaleout.congestion.collective.cluster_of` and
+  :func:`scaleout.calibrate.judge.machine_topology`;
+* NCCL's internals in :mod:`scaleout.nccl.search` and :mod:`scaleout.nccl.tuning` take a
+  ``topo`` first, as the C functions they replay take the ``ncclTopoSystem`` (or the
+  communicator) first; they are the engine under :mod:`scaleout.nccl.model`, not its
+  interface;
+* the planner's and the simulator's ``cluster`` (:class:`scaleout.planner.Cluster`, the
+  job's whole hardware record: the GPU count and kind, the NCCL preset of its servers, NIC
+  and datasheet overrides) stays the second positional argument of
+  ``planner.predict(model, cluster, ...)`` and
+  ``sim.simulate(model, cluster, global_batch, plan, ...)``, the API issue 25 fixes; it is
+  a description of a training job's hardware, not a network to price one collective on;
+* :mod:`scaleout.topology`'s ``cluster`` (a :class:`scaleout.topology.Cluster`, chapter 11's
+  switch-level graph of servers, leaves and spines that flows are routed on) is another
+  concept, not NCCL's machine, and keeps its name and place;
+* records store what they were built with under their own field names
+  (``nccl.model.Tuning.topo``, ``calibrate.Correction.topology``); a record's field is not
+  an argument a price is computed on;
+* ``topology=`` of :func:`scaleout.tensor_parallel.collective_seconds` names a cost model
+  (``"nccl"``, ``"flat-ring"``, ``"two-level"``), not a machine; its machine is ``machine=``.
 
 The GPU row of a preset is the SXM (or superchip) part of its NCCL GPU name
 (:data:`GPU_ROWS`); NCCL's H800 (the export H100 SXM with fewer NVLinks) is priced with the

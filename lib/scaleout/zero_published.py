@@ -176,9 +176,9 @@ def comm_seconds(run: Zero3Run, pricing="whole") -> float:
     if pricing != "whole":
         shapes = deepspeed_zero3.gpt_parameters(run.layers, run.hidden, run.seq, run.vocab)
         calls = deepspeed_zero3.calls(shapes, contiguous_gradients=pricing == "per-call")
-        return deepspeed_zero3.seconds(calls, topo)
+        return deepspeed_zero3.seconds(calls, machine=topo)
     pattern = [coll for coll, _, _ in memory.COMM_PATTERN[3]]
-    return float(sum(nccl.predict(coll, 2 * run.params, topo).seconds for coll in pattern))
+    return float(sum(nccl.predict(coll, 2 * run.params, machine=topo).seconds for coll in pattern))
 
 
 def predict(run: Zero3Run, rate, comm_slowdown=1.0, pricing="whole") -> Zero3Prediction:

@@ -8,7 +8,7 @@ _ROWS = tuple(
     Row(2**k, 2**k // 4, "float", "sum", -1, Result(20.0 + 2**k / 1e4, 0.0, 0.0, 0.0), None)
     for k in range(10, 30, 4)
 )
-_C = compare(Log("allreduce", 16, (), None, _ROWS), "dgx-a100", 2)
+_C = compare(Log("allreduce", 16, (), None, _ROWS), 2, machine="dgx-a100")
 
 BASELINES = {
     "fit_corrections": call(_C, holdout="alternate"),

@@ -12,7 +12,7 @@ _LOG = Log("allreduce", 16, (), None, _ROWS, info=("h:1:1 [0] NCCL INFO Using ne
 _T = nccl.topology("dgx-a100", nodes=2)
 
 BASELINES = {
-    "compare": call(_LOG, "dgx-a100", 2, collective="allreduce", ranks=16),
+    "compare": call(_LOG, 2, collective="allreduce", ranks=16, machine="dgx-a100"),
     "evidence": call(_LOG),
     "machine_topology": call("dgx-h100", 16, 2, nics_per_node=8),
     "Comparison": call(

@@ -7,7 +7,7 @@ _ROWS = tuple(
     Row(2**k, 2**k // 4, "float", "sum", -1, Result(20.0 + 2**k / 1e4, 0.0, 0.0, 0.0), None)
     for k in range(10, 34, 4)
 )
-_CORR = fit_corrections(compare(Log("allreduce", 16, (), None, _ROWS), "dgx-a100", 2))
+_CORR = fit_corrections(compare(Log("allreduce", 16, (), None, _ROWS), 2, machine="dgx-a100"))
 _M = planner.Model("small", 8, 1024, 16, seq=1024)
 
 _CLUSTER = planner.a100_cluster(16)

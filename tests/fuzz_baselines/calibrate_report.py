@@ -7,5 +7,5 @@ _ROWS = tuple(
     for k in range(10, 30, 4)
 )
 
-BASELINES = {"report": call(Log("allreduce", 16, (), None, _ROWS), "dgx-a100", 2)}
+BASELINES = {"report": call(Log("allreduce", 16, (), None, _ROWS), 2, machine="dgx-a100")}
 SKIP = {}

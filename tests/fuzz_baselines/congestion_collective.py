@@ -11,7 +11,6 @@ BASELINES = {
     "cluster_of": call(MACHINE, Fabric("top-of-rack", 2)),
     "spines_of": call(__import__("scaleout.congestion", fromlist=["x"]).cluster_of(MACHINE)),
     "collective_under_ecmp": call(
-        MACHINE,
         1e8,
         collective="allreduce",
         qps_per_connection=2,
@@ -19,6 +18,7 @@ BASELINES = {
         seeds=3,
         fabric=Fabric("top-of-rack", 2),
         flowlets=2,
+        machine=MACHINE,
     ),
 }
 SKIP = {

@@ -14,7 +14,6 @@ BASELINES = {
         65536,
         8,
         "llama3-8b",
-        "dgx-h100",
         tp=1,
         batch=1,
         layout="zigzag",
@@ -23,18 +22,19 @@ BASELINES = {
         flops_per_s=4e14,
         backward_flops_per_s=3e14,
         documents=None,
+        machine="dgx-h100",
     ),  # fmt: skip
     "overlap_threshold_tokens": call(
         "llama3-8b",
-        "dgx-h100",
         tp=1,
         cross_node=True,
         batch=1,
         dtype_bytes=2,
         causal=True,
         flops_per_s=4e14,
+        machine="dgx-h100",
     ),  # fmt: skip
-    "ulysses_degree": call(16, "llama3-8b", 1, "dgx-h100"),
+    "ulysses_degree": call(16, "llama3-8b", 1, machine="dgx-h100"),
     "ideal_seconds": call(
         131072, 16, "llama3-70b", tp=8, batch=1, flops_per_s=6e14, backward_flops_per_s=5e14
     ),  # fmt: skip

@@ -15,6 +15,6 @@ BASELINES = {
         contiguous_gradients=False,
         reduce_bucket_size=10**5,
     ),
-    "seconds": call(_CALLS, _TOPO),
-    "whole_model_seconds": call(_CALLS, _TOPO),
+    "seconds": call(_CALLS, machine=_TOPO),
+    "whole_model_seconds": call(_CALLS, machine=_TOPO),
 }

@@ -13,9 +13,9 @@ BASELINES = {
     "counted_copy_bytes": call(_LL),
     "low_latency_copies": call(_LL),
     "rdma_only": call(_NET),
-    "LowLatencyPrice": call(_LL, 1e6, moe.alltoall_seconds([[0.0, 1.0], [1.0, 0.0]], _NET)),
-    "price_low_latency": call(_LL, _NET),
+    "LowLatencyPrice": call(_LL, 1e6, moe.alltoall_seconds([[0.0, 1.0], [1.0, 0.0]], machine=_NET)),
+    "price_low_latency": call(_LL, machine=_NET),
     "deepep_routing": call(16, gpus_per_node=8, tokens_per_rank=4, seed=1),
-    "NormalPrice": call(_NORMAL, moe.two_hop_time(_GPU, 16, _NET, 100.0), 1e6, 2e6),
-    "price_normal": call(_NORMAL, _NET, gpu=_GPU),
+    "NormalPrice": call(_NORMAL, moe.two_hop_time(_GPU, 16, 100.0, machine=_NET), 1e6, 2e6),
+    "price_normal": call(_NORMAL, gpu=_GPU, machine=_NET),
 }

@@ -5,8 +5,8 @@ from scaleout import nccl
 
 H100 = nccl.topology("dgx-h100", nodes=2)
 BASELINES = {
-    "nvlink_gb_per_s": call(H100),
-    "network_gb_per_s": call(H100, concurrent=True),
-    "sendrecv_us": call(H100, np.array([8.0, 1e6]), True),
-    "alltoall_us": call(H100, np.array([8.0, 1e6])),
+    "nvlink_gb_per_s": call(machine=H100),
+    "network_gb_per_s": call(concurrent=True, machine=H100),
+    "sendrecv_us": call(np.array([8.0, 1e6]), True, machine=H100),
+    "alltoall_us": call(np.array([8.0, 1e6]), machine=H100),
 }

@@ -7,7 +7,7 @@ from scaleout.congestion import fabrics as F
 from scaleout.congestion import pfc as P
 
 _RUN = C.collective_under_ecmp(
-    nccl.topology("dgx-h100", nodes=4), 1e8, seeds=3, fabric=C.Fabric("top-of-rack", 2)
+    1e8, seeds=3, fabric=C.Fabric("top-of-rack", 2), machine=nccl.topology("dgx-h100", nodes=4)
 )
 
 BASELINES = {

@@ -7,8 +7,8 @@ ROWS = published.rows()[:3]
 BASELINES = {
     "protocol_animation": call("LL128", 256),
     "rails_animation": call(8, 4),
-    "busbw_figure": call("dgx-a100", "allreduce", sizes=[8.0, 2.0**20, 2.0**30]),
-    "choice_map": call("dgx-h100", [1, 2], "allreduce", sizes=[8.0, 2.0**20]),
+    "busbw_figure": call("allreduce", sizes=[8.0, 2.0**20, 2.0**30], machine="dgx-a100"),
+    "choice_map": call([1, 2], "allreduce", sizes=[8.0, 2.0**20], machine="dgx-h100"),
     "validation_figure": call(ROWS),
     "validation_table": call(ROWS),
     "gloo_figure": call([1e3, 1e6], [1e-4, 1e-3], 2, 1e-4, 1.0),

@@ -12,7 +12,7 @@ BASELINES = {
     "allreduce_times": call(
         T.allreduce_scenarios(2, 4, 450.0, 50.0),
         "a title",
-        T.nccl_allreduce_scenarios(2, T.nccl_machine(4, 4, 400.0)),
+        T.nccl_allreduce_scenarios(2, machine=T.nccl_machine(4, 4, 400.0)),
     ),
     "measured_bandwidth": call([1e3, 1e6], [1e8, 1e9], 5e9, {2: 1e9, 4: 1e9}),
 }

@@ -268,7 +268,7 @@ def test_compare_and_corrections_on_the_model_itself():
 
     topo = nccl.topology("dgx-a100", nodes=2)
     n = 2.0 ** np.arange(10, 34)
-    sec = nccl.predict("allreduce", n, topo).seconds
+    sec = nccl.predict("allreduce", n, machine=topo).seconds
     rows = tuple(
         CAL.Row(
             int(s), int(s) // 4, "float", "sum", -1, CAL.Result(float(x * 1e6), 0.0, 0.0, 0.0), None
@@ -276,7 +276,7 @@ def test_compare_and_corrections_on_the_model_itself():
         for s, x in zip(n, sec, strict=True)
     )
     log = CAL.Log("allreduce", 16, (), None, rows)
-    c = CAL.compare(log, "dgx-a100", nodes=2)
+    c = CAL.compare(log, nodes=2, machine="dgx-a100")
     assert np.allclose(c.ratio, 1.0, rtol=1e-6)
     assert {v[1] for v in c.verdicts().values()} == {"as expected"}
     corr = CAL.fit_corrections(c)
@@ -300,7 +300,7 @@ def test_compare_and_corrections_on_the_model_itself():
             for r in rows
         ),
     )
-    c = CAL.compare(slow, "dgx-a100", nodes=2)
+    c = CAL.compare(slow, nodes=2, machine="dgx-a100")
     assert {v[1] for v in c.verdicts().values()} == {"low"}
     corr = CAL.fit_corrections(c)
     assert np.allclose(list(corr.factors.values()), 0.5)

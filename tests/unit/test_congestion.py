@@ -99,7 +99,7 @@ TOR = C.Fabric("top-of-rack", servers_per_leaf=2)
 
 
 def test_spray_balances_exactly_and_equals_chapter_11_bound():
-    r = C.collective_under_ecmp(MACHINE, 1e9, routing="spray", seeds=5, fabric=TOR)
+    r = C.collective_under_ecmp(1e9, routing="spray", seeds=5, fabric=TOR, machine=MACHINE)
     assert np.all(r.busbw_gb_per_s == r.fluid_busbw_gb_per_s)
     cluster = C.cluster_of(MACHINE, TOR)
     t = topology.traffic_time(cluster, topology.flat_ring_allreduce(cluster, 1e9))
@@ -113,8 +113,8 @@ def test_adaptive_never_worse_than_ecmp_on_the_same_hashes(qps, flowlets, per_le
     fabric = C.Fabric("top-of-rack", servers_per_leaf=per_leaf)
     m = nccl.topology("dgx-h100", nodes=4)
     kw = dict(qps_per_connection=qps, seeds=8, fabric=fabric)
-    ecmp = C.collective_under_ecmp(m, 1e8, **kw)
-    adaptive = C.collective_under_ecmp(m, 1e8, routing="adaptive", flowlets=flowlets, **kw)
+    ecmp = C.collective_under_ecmp(1e8, machine=m, **kw)
+    adaptive = C.collective_under_ecmp(1e8, routing="adaptive", flowlets=flowlets, machine=m, **kw)
     assert np.all(adaptive.busbw_gb_per_s >= ecmp.busbw_gb_per_s - 1e-9)
     assert np.all(adaptive.busbw_gb_per_s <= adaptive.fluid_busbw_gb_per_s + 1e-9)
 
@@ -122,7 +122,7 @@ def test_adaptive_never_worse_than_ecmp_on_the_same_hashes(qps, flowlets, per_le
 def test_more_qps_never_lower_the_median():
     medians = [
         C.collective_under_ecmp(
-            MACHINE, 1e9, qps_per_connection=q, seeds=100, fabric=TOR
+            1e9, qps_per_connection=q, seeds=100, fabric=TOR, machine=MACHINE
         ).percentile(50)
         for q in (1, 2, 4, 8, 16)
     ]
@@ -130,15 +130,15 @@ def test_more_qps_never_lower_the_median():
 
 
 def test_rail_optimized_ring_never_crosses_the_spine():
-    r = C.collective_under_ecmp(MACHINE, 1e9, seeds=3)  # chapter 11's default fabric
+    r = C.collective_under_ecmp(1e9, seeds=3, machine=MACHINE)  # chapter 11's default fabric
     assert r.spine_flows == 0 and np.all(r.busbw_gb_per_s == r.fluid_busbw_gb_per_s)
 
 
 def test_collective_bad_input():
     with pytest.raises(ValueError, match="routing"):
-        C.collective_under_ecmp(MACHINE, 1e9, routing="hash")
+        C.collective_under_ecmp(1e9, routing="hash", machine=MACHINE)
     with pytest.raises(ValueError, match="servers"):
-        C.collective_under_ecmp("dgx-h100", 1e9)
+        C.collective_under_ecmp(1e9, machine="dgx-h100")
 
 
 # --- NCCL's QPs ----------------------------------------------------------------------------

@@ -234,7 +234,7 @@ def test_times_are_finite_nonnegative_and_consistent(scheme, seq_k, cp, net, nam
     seq = 1024 * seq_k
     u = min(cp, 8 // tp) if scheme == "hybrid" else 1
     try:
-        t = CP.attention_seconds(scheme, seq, cp, name, net, tp, layout=layout, ulysses=u)
+        t = CP.attention_seconds(scheme, seq, cp, name, tp, layout=layout, ulysses=u, machine=net)
     except ValueError as e:
         assert "divisor of the heads per rank" in str(e) or "multiple of" in str(e)
         return
@@ -252,14 +252,16 @@ def test_times_are_finite_nonnegative_and_consistent(scheme, seq_k, cp, net, nam
 
 
 def test_ring_overlap_hides_the_transfer_until_the_block_is_too_small():
-    slow = CP.attention_seconds("ring", 1024 * 16, 16, "llama3-8b", "dgx-h100", tp=8)
-    fast = CP.attention_seconds("ring", 1024 * 1024, 16, "llama3-8b", "dgx-h100", tp=8)
+    slow = CP.attention_seconds("ring", 1024 * 16, 16, "llama3-8b", tp=8, machine="dgx-h100")
+    fast = CP.attention_seconds("ring", 1024 * 1024, 16, "llama3-8b", tp=8, machine="dgx-h100")
     assert slow.exposed / slow.compute > 0.5  # 1K tokens per rank over the NIC: exposed
     assert fast.exposed / fast.compute < 0.01  # 64K tokens per rank: hidden
-    n = CP.overlap_threshold_tokens("llama3-8b", "dgx-h100", tp=8, cross_node=True)
+    n = CP.overlap_threshold_tokens("llama3-8b", tp=8, cross_node=True, machine="dgx-h100")
     m = CP.model("llama3-8b")
     compute = 0.5 * 4 * m.head_dim * (m.heads / 8) * n * n / CP.ATTENTION_FORWARD_FLOPS_PER_S
-    transfer = CP.transfer_seconds("p2p", 2 * n * 1 * m.head_dim * 2, 2, "dgx-h100", stride=8)
+    transfer = CP.transfer_seconds(
+        "p2p", 2 * n * 1 * m.head_dim * 2, 2, stride=8, machine="dgx-h100"
+    )
     assert compute == pytest.approx(transfer, rel=1e-6)
 
 
@@ -267,12 +269,12 @@ def test_overlap_threshold_is_liu_et_al_block_size_for_mha_without_mask():
     """Liu et al.: block size >= F / bandwidth for 2-byte MHA without the causal mask; the
     NCCL model's latency adds a little."""
     mha = CP.AttentionShape("mha", 32, 32, 128, 4096, 16384, 32)
-    n = CP.overlap_threshold_tokens(mha, "dgx-a100", causal=False, flops_per_s=312e12)
+    n = CP.overlap_threshold_tokens(mha, causal=False, flops_per_s=312e12, machine="dgx-a100")
     topo = nccl.topology("dgx-a100")
-    bw = p2p.nvlink_gb_per_s(topo) * 1e9  # bytes/s one GPU sends to a peer
+    bw = p2p.nvlink_gb_per_s(machine=topo) * 1e9  # bytes/s one GPU sends to a peer
     f_over_b = 312e12 / bw
     big = 1e8  # above the LL threshold: Simple, latency + bytes / bandwidth
-    latency = float(p2p.sendrecv_us(topo.group(2, 1), big, True)) * 1e-6 - big / bw
+    latency = float(p2p.sendrecv_us(big, True, machine=topo.group(2, 1))) * 1e-6 - big / bw
     a, b = 4 * 128 * 32 / 312e12, 2 * 32 * 128 * 2 / bw  # seconds per n^2, per n
     root = (b + math.sqrt(b * b + 4 * a * latency)) / (2 * a)
     assert f_over_b == pytest.approx(b / a)  # without latency: exactly F / bandwidth
@@ -299,17 +301,17 @@ def test_activation_memory_with_and_without_cp():
 
 def test_transfers_are_the_nccl_models():
     h100 = nccl.topology("dgx-h100", nodes=2)
-    inside = CP.transfer_seconds("p2p", 1e8, 8, "dgx-h100")
-    assert inside == pytest.approx(p2p.sendrecv_us(h100.group(8, 1), 1e8, True) * 1e-6)
-    across = CP.transfer_seconds("p2p", 1e8, 2, "dgx-h100", stride=8)  # one rank per server
-    assert across == pytest.approx(p2p.sendrecv_us(h100.group(1, 2), 1e8, False) * 1e-6)
+    inside = CP.transfer_seconds("p2p", 1e8, 8, machine="dgx-h100")
+    assert inside == pytest.approx(p2p.sendrecv_us(1e8, True, machine=h100.group(8, 1)) * 1e-6)
+    across = CP.transfer_seconds("p2p", 1e8, 2, stride=8, machine="dgx-h100")  # one rank per server
+    assert across == pytest.approx(p2p.sendrecv_us(1e8, False, machine=h100.group(1, 2)) * 1e-6)
     assert across > 5 * inside  # a NIC against NVLink
-    a2a = CP.transfer_seconds("alltoall", 1e8, 16, "dgx-h100")
-    assert a2a == pytest.approx(nccl.collective_seconds("alltoall", 1e8, 8, 2, "dgx-h100"))
-    ag = CP.transfer_seconds("allgather", 1e8, 16, "dgx-h100", stride=8)
-    assert ag == pytest.approx(nccl.collective_seconds("allgather", 1e8, 1, 16, "dgx-h100"))
-    assert CP.ranks_per_node(16, "dgx-h100", 2) == 4
-    assert CP.ranks_per_node(16, "gb200-nvl72", 8) == 8  # 9 GPUs of stride 8: 8 divide 16
+    a2a = CP.transfer_seconds("alltoall", 1e8, 16, machine="dgx-h100")
+    assert a2a == pytest.approx(nccl.collective_seconds("alltoall", 1e8, 8, 2, machine="dgx-h100"))
+    ag = CP.transfer_seconds("allgather", 1e8, 16, stride=8, machine="dgx-h100")
+    assert ag == pytest.approx(nccl.collective_seconds("allgather", 1e8, 1, 16, machine="dgx-h100"))
+    assert CP.ranks_per_node(16, 2, machine="dgx-h100") == 4
+    assert CP.ranks_per_node(16, 8, machine="gb200-nvl72") == 8  # 9 GPUs of stride 8: 8 divide 16
     assert CP.transfer_seconds("allgather", 0.0, 8) == 0.0 == CP.transfer_seconds("p2p", 1e6, 1)
     assert CP.cluster("gb200-nvl72").gpus_per_node == 72
 
@@ -432,13 +434,13 @@ def test_forward_and_backward_run_at_their_own_rates():
 
 def test_ulysses_degree_is_the_largest_that_fits_heads_and_server():
     """Regression: the hybrid's Ulysses degree lived untested in the notebook."""
-    assert CP.ulysses_degree(16, "llama3-8b", 1, "dgx-h100") == 8  # 8 kv heads, 8 GPUs
-    assert CP.ulysses_degree(16, "llama3-8b", 2, "dgx-h100") == 4  # 4 kv heads, 4 GPUs free
-    assert CP.ulysses_degree(16, "llama3-70b", 8, "dgx-h100") == 1  # 1 kv head per rank
-    assert CP.ulysses_degree(6, "llama3-8b", 1, "dgx-h100") == 2  # divides 6 and 8
-    assert CP.ulysses_degree(64, "llama3-8b", 1, "gb200-nvl72") == 8  # the kv heads bound
+    assert CP.ulysses_degree(16, "llama3-8b", 1, machine="dgx-h100") == 8  # 8 kv heads, 8 GPUs
+    assert CP.ulysses_degree(16, "llama3-8b", 2, machine="dgx-h100") == 4  # 4 kv heads, 4 GPUs free
+    assert CP.ulysses_degree(16, "llama3-70b", 8, machine="dgx-h100") == 1  # 1 kv head per rank
+    assert CP.ulysses_degree(6, "llama3-8b", 1, machine="dgx-h100") == 2  # divides 6 and 8
+    assert CP.ulysses_degree(64, "llama3-8b", 1, machine="gb200-nvl72") == 8  # the kv heads bound
     for cp in (1, 2, 4, 8, 16, 32, 64):
-        u = CP.ulysses_degree(cp, "llama3-8b", 1, "dgx-h100")
+        u = CP.ulysses_degree(cp, "llama3-8b", 1, machine="dgx-h100")
         CP.attention_seconds("hybrid", 65536, cp, "llama3-8b", ulysses=u)  # runs
     with pytest.raises(ValueError, match="cp must be an integer"):
         CP.ulysses_degree(0)

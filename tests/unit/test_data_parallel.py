@@ -456,17 +456,17 @@ def test_nccl_timeline_prices_every_bucket_with_nccls_model():
     layers = D.uniform_layers(350e6, 96) * 2
     backward = D.backward_seconds(layers / 2, 16384, 400e12)
     net = D.dp_network(64)
-    tl = D.step_timeline(layers, backward, 64, network=net)
-    want = nccl.predict("allreduce", tl.buckets.nbytes, net).seconds
+    tl = D.step_timeline(layers, backward, 64, machine=net)
+    want = nccl.predict("allreduce", tl.buckets.nbytes, machine=net).seconds
     np.testing.assert_allclose(tl.end_s - tl.start_s, want, rtol=1e-12)
-    naive, ddp = D.uniform_model_timelines(350e6, 96, 64, network=net)
-    assert naive.comm_s == pytest.approx(nccl.predict("allreduce", 700e6, net).seconds)
+    naive, ddp = D.uniform_model_timelines(350e6, 96, 64, machine=net)
+    assert naive.comm_s == pytest.approx(nccl.predict("allreduce", 700e6, machine=net).seconds)
     assert len(ddp.buckets) == 25 and ddp.exposed_comm_s < 0.1 * naive.exposed_comm_s
     # one GPU per server: close to one NIC's alpha-beta ring at 700 MB (NCCL's channels
     # run at the GPU's 48 GB/s PCIe link); eight per server: NCCL stripes over 8 NICs
     nic = M.collective_time("allreduce", "ring", 700e6, 64, 3e-6, 1 / 50e9)
     assert 1.0 < naive.comm_s / nic < 1.15
-    full, _ = D.uniform_model_timelines(350e6, 96, 64, network=D.dp_network(64, 8))
+    full, _ = D.uniform_model_timelines(350e6, 96, 64, machine=D.dp_network(64, 8))
     assert nic / full.comm_s > 6
 
 
@@ -483,7 +483,7 @@ def test_nccl_timelines_are_finite_and_never_beat_the_nic(
     n_params, n_layers, world_size, g, cap_mb, gbps
 ):
     net = D.dp_network(world_size, gpus_per_server=min(g, world_size), nic_gbps=gbps)
-    naive, ddp = D.uniform_model_timelines(n_params, n_layers, world_size, network=net,
+    naive, ddp = D.uniform_model_timelines(n_params, n_layers, world_size, machine=net,
                                            bucket_cap_mb=cap_mb)  # fmt: skip
     for tl in (naive, ddp):
         assert np.all(np.isfinite(tl.end_s)) and np.all(tl.end_s >= tl.start_s)
@@ -501,18 +501,25 @@ def test_nccl_timelines_are_finite_and_never_beat_the_nic(
 
 def test_the_network_and_the_alpha_beta_link_exclude_each_other():
     net = D.dp_network(4)
-    with pytest.raises(ValueError, match="alpha_s must be None when network is given"):
-        D.step_timeline([1e6], [1e-3], 4, 3e-6, None, network=net)
-    with pytest.raises(ValueError, match="world_size must be the network's 4 ranks"):
-        D.step_timeline([1e6], [1e-3], 8, network=net)
+    with pytest.raises(ValueError, match="alpha_s must be None when machine is given"):
+        D.step_timeline([1e6], [1e-3], 4, 3e-6, None, machine=net)
+    with pytest.raises(ValueError, match="world_size must be the machine's 4 ranks"):
+        D.step_timeline([1e6], [1e-3], 8, machine=net)
     with pytest.raises(ValueError, match="gamma_s_per_byte must be 0"):
-        D.step_timeline([1e6], [1e-3], 4, network=net, gamma_s_per_byte=1e-12)
+        D.step_timeline([1e6], [1e-3], 4, machine=net, gamma_s_per_byte=1e-12)
     with pytest.raises(ValueError, match="alpha_s and beta_s_per_byte must be both given"):
         D.step_timeline([1e6], [1e-3], 4)
-    with pytest.raises(ValueError, match="network must be an nccl.Topology"):
-        D.naive_timeline([1e6], [1e-3], 4, network="dgx-h100")
+    with pytest.raises(ValueError, match="machine must be an nccl.Topology"):
+        D.naive_timeline([1e6], [1e-3], 4, machine=42)
+    with pytest.raises(ValueError, match="world_size must be the machine's 8 ranks"):
+        D.naive_timeline([1e6], [1e-3], 4, machine="dgx-h100")  # one server of 8 GPUs
+    by_name = D.naive_timeline([1e6], [1e-3], 8, machine="dgx-h100")
+    assert (
+        by_name.step_s
+        == D.naive_timeline([1e6], [1e-3], 8, machine=nccl.PRESETS["dgx-h100"]).step_s
+    )
     with pytest.raises(ValueError, match="nbytes must be"):  # NCCL's size limit, 2**50 bytes
-        D.naive_timeline([2.0**51], [1e-3], 4, network=net)
+        D.naive_timeline([2.0**51], [1e-3], 4, machine=net)
 
 
 # ------------------------------------------------------------------------ bad inputs
@@ -648,12 +655,12 @@ def test_chapter_example_placement_one_gpu_and_nic_per_server_priced_by_nccl():
 
     net = D.dp_network(64)
     assert (net.gpus_per_node, net.nics_per_node, net.nodes, net.nic_gbps) == (1, 1, 64, 400.0)
-    assert net.pcie_bw == 48.0 and nccl.predict("allreduce", 700e6, net).algorithm == "ring"
+    assert net.pcie_bw == 48.0 and nccl.predict("allreduce", 700e6, machine=net).algorithm == "ring"
     # the compute rate comes from chapter 14's model (GPT-3 Medium layer, 16,384 tokens)
     layer = compute.Layer(hidden=1024, heads=16, seq=2048)
     rate = compute.layer_time(layer, 8, "H100-SXM").tflops_per_gpu * 1e12
     assert 500e12 < rate < compute.published.mamf("NVIDIA H100 SXM").tflops * 1e12
-    naive, ddp = D.uniform_model_timelines(350e6, 96, 64, network=net, flops_per_s=rate,
+    naive, ddp = D.uniform_model_timelines(350e6, 96, 64, machine=net, flops_per_s=rate,
                                            bucket_cap_mb=400)  # fmt: skip
     # 400 MiB caps: the last bucket waits for the first bucket's all-reduce, which ends
     # after the backward pass

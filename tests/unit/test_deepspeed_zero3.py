@@ -46,7 +46,7 @@ def test_per_call_costs_more_than_whole_calls_and_more_with_ranks():
     ratio = []
     for nodes in (48, 96, 192):
         topo = nccl.topology("dgx-a100", nodes=nodes)
-        ratio.append(DS.seconds(c, topo) / DS.whole_model_seconds(c, topo))
+        ratio.append(DS.seconds(c, machine=topo) / DS.whole_model_seconds(c, machine=topo))
     assert all(r > 1 for r in ratio) and ratio[0] < ratio[1] < ratio[2]
     assert round(ratio[2], 1) == 2.4
 
@@ -56,14 +56,16 @@ def test_per_call_costs_more_than_whole_calls_and_more_with_ranks():
 def test_seconds_is_the_sum_of_the_calls(layers, hidden, nodes):
     c = DS.calls(DS.gpt_parameters(layers, hidden, 512, 1000))
     topo = nccl.topology("dgx-a100", nodes=nodes)
-    one_by_one = sum(nccl.predict("allgather", 2 * int(n), topo).seconds for n in c.allgather)
-    one_by_one += sum(nccl.predict("reducescatter", 2 * int(n), topo).seconds
+    one_by_one = sum(
+        nccl.predict("allgather", 2 * int(n), machine=topo).seconds for n in c.allgather
+    )
+    one_by_one += sum(nccl.predict("reducescatter", 2 * int(n), machine=topo).seconds
                       for n in c.reducescatter)  # fmt: skip
     if c.per_step:
-        one_by_one += nccl.predict("allgather", 2 * c.per_step, topo).seconds
-    assert DS.seconds(c, topo) == pytest.approx(float(one_by_one), rel=1e-9)
+        one_by_one += nccl.predict("allgather", 2 * c.per_step, machine=topo).seconds
+    assert DS.seconds(c, machine=topo) == pytest.approx(float(one_by_one), rel=1e-9)
     # never below the three whole-model calls' bandwidth term minus their latency
-    assert DS.seconds(c, topo) > 0
+    assert DS.seconds(c, machine=topo) > 0
 
 
 def test_bad_input():
@@ -76,7 +78,7 @@ def test_bad_input():
     with pytest.raises(ValueError, match="persistence_threshold"):
         DS.calls([5], -1)
     with pytest.raises(ValueError, match="call_list"):
-        DS.seconds([1, 2], "dgx-a100")
+        DS.seconds([1, 2], machine="dgx-a100")
 
 
 def test_without_contiguous_gradients_buckets_are_all_reduced():

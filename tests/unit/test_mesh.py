@@ -163,7 +163,7 @@ def test_context_parallels_placement_is_the_meshs(cp, stride):
     from scaleout.context_parallel import network
 
     per_server, servers = Mesh(tp=stride, cp=cp).group_shape("cp", 8)
-    assert network.ranks_per_node(cp, "dgx-h100", stride) == per_server
+    assert network.ranks_per_node(cp, stride, machine="dgx-h100") == per_server
     assert per_server * servers == cp
 
 

@@ -282,7 +282,7 @@ def test_demo_rejects_bad_arguments_before_starting():
 def test_alltoall_inside_a_node_is_the_pairwise_bandwidth_term():
     net = moe.network(gpus_per_node=8)
     n = 8e6  # bytes each rank sends in all (n / 8 to each rank)
-    t = moe.alltoall_seconds(np.full((8, 8), n / 8), net)
+    t = moe.alltoall_seconds(np.full((8, 8), n / 8), machine=net)
     beta_only = costmodel.collective_time("alltoall", "pairwise", n, 8, 0.0, 1 / (450e9))
     assert np.isclose(t.seconds, beta_only + net.nvlink_alpha_s)
     assert t.bottleneck == "NVLink" and np.allclose(t.nvlink_bytes, n * 7 / 8)
@@ -296,23 +296,28 @@ def test_even_alltoall_is_the_nccl_models_when_the_network_limits(name, nodes):
     net = moe.nccl_network(topo)
     n = topo.ranks
     plan = moe.expected_plan(4096, 8, n, 14336, experts=n * 4)
-    ours = moe.alltoall_seconds(plan.bytes, net)
-    theirs = nccl.predict("alltoall", 4096 * 8 * 14336, topo).seconds
+    ours = moe.alltoall_seconds(plan.bytes, machine=net)
+    theirs = nccl.predict("alltoall", 4096 * 8 * 14336, machine=topo).seconds
     assert ours.bottleneck == "network" and np.isclose(ours.seconds, theirs, rtol=1e-9)
-    with pytest.raises(ValueError, match="topo must be"):
-        moe.nccl_network("dgx-h100")
+    assert moe.nccl_network("dgx-h100") == moe.nccl_network(nccl.PRESETS["dgx-h100"])
+    assert moe.as_network("dgx-h100") == moe.nccl_network("dgx-h100")
+    assert moe.as_network(net) is net
+    with pytest.raises(ValueError, match="machine must be"):
+        moe.nccl_network(42)
+    with pytest.raises(ValueError, match="machine must be"):
+        moe.alltoall_seconds(plan.bytes, machine=42)
 
 
 def test_alltoall_across_nodes_waits_for_the_nic():
     net = moe.network(gpus_per_node=8)
     b = np.full((16, 16), 1e6)
-    t = moe.alltoall_seconds(b, net)
+    t = moe.alltoall_seconds(b, machine=net)
     assert t.bottleneck == "network" and np.allclose(t.network_bytes, 8e6)
     assert np.isclose(t.seconds, 8e6 / 50e9 + net.nvlink_alpha_s + net.network_alpha_s)
     hot = b.copy()
     hot[:, 3] *= 4  # rank 3 receives 4x: it sets the pace
-    assert int(np.argmax(moe.alltoall_seconds(hot, net).rank_seconds)) == 3
-    assert moe.alltoall_seconds(np.eye(4), net).bottleneck == "none"
+    assert int(np.argmax(moe.alltoall_seconds(hot, machine=net).rank_seconds)) == 3
+    assert moe.alltoall_seconds(np.eye(4), machine=net).bottleneck == "none"
 
 
 def test_two_hop_sends_a_token_once_per_node():
@@ -333,14 +338,14 @@ def test_two_hop_sends_a_token_once_per_node():
     assert nv_out.tolist() == [10, 10, 20, 0] and nv_in.tolist() == [10, 10, 0, 20]
     plain = moe.dispatch_plan(r, 4, 10.0)
     assert plain.tokens[0].tolist() == [0, 0, 1, 1]  # without dedup: two network copies
-    t = moe.two_hop_seconds(r, 4, moe.network(gpus_per_node=2), 10.0)
+    t = moe.two_hop_seconds(r, 4, 10.0, machine=moe.network(gpus_per_node=2))
     assert t.bottleneck == "network" and t.seconds > 0
 
 
 def test_layer_alltoall_has_four_all_to_alls():
     plan = moe.expected_plan(4096, 8, 64, 7168, experts=256)
     net = moe.H800_NETWORK
-    layer = moe.layer_alltoall(plan, net, combine_token_bytes=2 * 7168)
+    layer = moe.layer_alltoall(plan, combine_token_bytes=2 * 7168, machine=net)
     assert np.isclose(layer.combine, 2 * layer.dispatch, rtol=0.05)
     assert layer.dispatch_backward == layer.combine_backward == layer.combine
     assert np.isclose(layer.total, layer.forward + layer.backward)
@@ -392,10 +397,10 @@ def test_expert_gemms_use_the_compute_model():
 def test_costs_finite_nonnegative_and_monotone(ep, tokens, k, token_bytes, g):
     net = moe.network(gpus_per_node=g)
     plan = moe.expected_plan(tokens, min(k, ep), ep, token_bytes)
-    t = moe.alltoall_seconds(plan.bytes, net)
-    t2 = moe.alltoall_seconds(plan.bytes * 2, net)
+    t = moe.alltoall_seconds(plan.bytes, machine=net)
+    t2 = moe.alltoall_seconds(plan.bytes * 2, machine=net)
     assert np.isfinite(t.seconds) and t.seconds >= 0 and t2.seconds >= t.seconds
-    layer = moe.layer_alltoall(plan, net)
+    layer = moe.layer_alltoall(plan, machine=net)
     assert np.isfinite(layer.total) and layer.total >= 0
     c = moe.expert_compute_seconds(plan, 128, 256)
     assert np.isfinite(c.total) and c.total >= 0
@@ -548,8 +553,8 @@ def test_deepep_routing_follows_the_test_and_two_hop_time_agrees():
     assert nodes.max() <= 4  # top-4 of 8 nodes
     z = np.random.default_rng(0).normal(size=(64, 16))
     r = moe.route(z, 4, gating="sigmoid", groups=4, max_groups=2)
-    a = moe.two_hop_seconds(r, 8, moe.network(gpus_per_node=2), 10.0)
-    b = moe.two_hop_time(r.experts // 2, 8, moe.network(gpus_per_node=2), 10.0)
+    a = moe.two_hop_seconds(r, 8, 10.0, machine=moe.network(gpus_per_node=2))
+    b = moe.two_hop_time(r.experts // 2, 8, 10.0, machine=moe.network(gpus_per_node=2))
     assert a.seconds == b.seconds and np.array_equal(a.network_bytes, b.network_bytes)
 
 
@@ -608,7 +613,7 @@ def test_deepep_prices_are_finite_and_counts_bounded(nodes, tokens, phase, seed)
         (lambda: moe.dispatch_plan(moe.route(np.zeros((4, 4)), 2), 3), "ep must be a divisor"),
         (lambda: moe.dispatch_plan(moe.route(np.zeros((4, 4)), 2, 1.0), 2, pad=True), "pad must"),
         (lambda: moe.mesh(8, 3), "tp x ep must be a divisor"),
-        (lambda: moe.alltoall_seconds(np.ones((2, 3)), moe.network()), "pair_bytes must"),
+        (lambda: moe.alltoall_seconds(np.ones((2, 3)), machine=moe.network()), "pair_bytes must"),
         (lambda: moe.moe_state_bytes(moe.MIXTRAL_8X7B, 3, 1), "ep must be a divisor"),
     ],
 )
@@ -629,7 +634,7 @@ def test_figures_build_from_library_data():
     bars = VM.load_bars(r, ymax=40).data
     assert list(bars[0].y) == r.counts.tolist()
     assert list(bars[1].y) == (r.routed - r.counts).tolist()
-    t = moe.alltoall_seconds(moe.expected_plan(64, 2, 16).bytes, moe.network())
+    t = moe.alltoall_seconds(moe.expected_plan(64, 2, 16).bytes, machine=moe.network())
     VM.alltoall_topology(t.nvlink_bytes, t.network_bytes, 8, 450.0, 50.0)
     VM.mesh_figure(moe.mesh(8, 4), 8)
     with pytest.raises(ValueError, match="labels must be"):
@@ -659,8 +664,8 @@ def test_two_hop_never_sends_more_over_the_network(nodes, g, tokens_per_rank, k,
         kw = {}
     r = moe.route(z, min(k, e), **kw)
     net = moe.network(gpus_per_node=g)
-    two = moe.two_hop_seconds(r, ep, net, 100.0)
-    plain = moe.alltoall_seconds(moe.dispatch_plan(r, ep, 100.0).bytes, net)
+    two = moe.two_hop_seconds(r, ep, 100.0, machine=net)
+    plain = moe.alltoall_seconds(moe.dispatch_plan(r, ep, 100.0).bytes, machine=net)
     out, inn, nv_out, nv_in = moe.two_hop_bytes(r, ep, g, 100.0)
     assert np.isclose(out.sum(), inn.sum()) and np.isclose(nv_out.sum(), nv_in.sum())
     pairs = moe.dispatch_plan(r, ep, 100.0).bytes

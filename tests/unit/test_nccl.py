@@ -90,7 +90,7 @@ def test_the_fixture_equals_the_release_in_a_clone_of_nccl():
 def test_tuning_table_entries_follow_from_the_cited_constants():
     """DGX A100 and DGX H100 (one node): entries recomputed by hand from the constants."""
     base, hw = C.value("base_latency_us"), C.value("hw_latency_us")
-    a100 = nccl.tune("allreduce", "dgx-a100")
+    a100 = nccl.tune("allreduce", machine="dgx-a100")
     # Ring/Simple: baseLat + 2(p-1) NVLink steps; 12 channels x 20 GB/s x p / 2(p-1)
     assert a100.entry("ring", "simple") == pytest.approx(
         (base[1, 2] + 14 * hw[0, 1, 2], 12 * 20.0 * 8 / 14)
@@ -101,11 +101,11 @@ def test_tuning_table_entries_follow_from_the_cited_constants():
     assert a100.entry("tree", "simple") == pytest.approx(
         (base[0, 2] + 2 * 7 * hw[0, 0, 2], 0.5 * min(0.92 * 240, 12 * 24.0))
     )
-    h100 = nccl.tune("allreduce", "dgx-h100")
+    h100 = nccl.tune("allreduce", machine="dgx-h100")
     # NVLS: 8 heads at 40 GB/s ((8 + 1) x 40 <= 18 x 20.6), x 5/6; latency hwLat NVLS = 25
     assert h100.entry("nvls", "simple") == pytest.approx((25.0, 8 * 40 * 5 / 6))
     assert h100.entry("ring", "simple")[1] == pytest.approx(12 * 30 * 8 / 14)
-    text = nccl.tuning_text("dgx-a100")
+    text = nccl.tuning_text(machine="dgx-a100")
     assert "    AllReduce |    15.2/  29.1 |    31.5/  85.9 |    64.4/ 110.4 |" in text
     assert text.count("Algorithm") == 3 and "Max NThreads" in text
 
@@ -113,13 +113,13 @@ def test_tuning_table_entries_follow_from_the_cited_constants():
 def test_the_replica_reproduces_times_nccl_printed_for_itself():
     ref = published.NCCL_PRINTED
     sizes = np.array([s for s, *_ in ref["points"]], dtype=float)
-    p = nccl.predict(ref["collective"], sizes, ref["topo"])
+    p = nccl.predict(ref["collective"], sizes, machine=ref["topo"])
     assert list(p.algorithm) == [a for _, a, _, _ in ref["points"]]
     assert list(p.protocol) == [q for _, _, q, _ in ref["points"]]
     assert [a for _, a, _, _ in ref["points"]].count("nvls_tree") == 3
     np.testing.assert_allclose(p.seconds * 1e6, [t for *_, t in ref["points"]], rtol=2e-7)
     # The NVLSTree points depend on the NIC speed: on 400 Gb/s NICs they miss by 5-17 %.
-    fast = nccl.predict(ref["collective"], sizes[4:], ref["topo"].with_(nic_gbps=400))
+    fast = nccl.predict(ref["collective"], sizes[4:], machine=ref["topo"].with_(nic_gbps=400))
     miss = fast.seconds * 1e6 / np.array([t for *_, t in ref["points"][4:]]) - 1
     assert np.all((miss < -0.05) & (miss > -0.17))
 
@@ -157,30 +157,34 @@ def test_link_bandwidths_are_nccls():
 def test_nvls_from_five_gpus_and_ring_at_four():
     for g, algo in ((4, "ring"), (5, "nvls"), (6, "nvls"), (7, "nvls"), (8, "nvls")):
         assert (
-            nccl.predict("allreduce", 8 * GIB, nccl.PRESETS["dgx-h100"].group(g, 1)).algorithm
+            nccl.predict(
+                "allreduce", 8 * GIB, machine=nccl.PRESETS["dgx-h100"].group(g, 1)
+            ).algorithm
             == algo
         )
 
 
 def test_ring_ll_up_to_1_mib_then_nvls_on_one_h100_node():
-    p = nccl.predict("allreduce", [2**20, 2**21], "dgx-h100")
+    p = nccl.predict("allreduce", [2**20, 2**21], machine="dgx-h100")
     assert list(p.algorithm) == ["ring", "nvls"] and list(p.protocol) == ["ll", "simple"]
 
 
 def test_two_nodes_prefer_a_tree_and_many_nodes_a_ring_at_large_sizes():
     assert (
-        nccl.predict("allreduce", GIB, nccl.topology("dgx-h100", nodes=2)).algorithm == "nvls_tree"
+        nccl.predict("allreduce", GIB, machine=nccl.topology("dgx-h100", nodes=2)).algorithm
+        == "nvls_tree"
     )
     assert (
-        nccl.predict("allreduce", 16 * GIB, nccl.topology("dgx-h100", nodes=8)).algorithm == "ring"
+        nccl.predict("allreduce", 16 * GIB, machine=nccl.topology("dgx-h100", nodes=8)).algorithm
+        == "ring"
     )
 
 
 def test_pat_only_with_one_gpu_per_node():
     one = nccl.topology("dgx-h100", nodes=16, gpus_per_node=1, nics_per_node=1, nvls=False)
-    assert nccl.predict("allgather", 4096, one).algorithm == "pat"
+    assert nccl.predict("allgather", 4096, machine=one).algorithm == "pat"
     with pytest.raises(ValueError, match="no algorithm"):
-        nccl.predict("allgather", 4096, "dgx-h100", algorithm="pat")
+        nccl.predict("allgather", 4096, algorithm="pat", machine="dgx-h100")
 
 
 def test_published_choices_are_reproduced():
@@ -191,7 +195,7 @@ def test_published_choices_are_reproduced():
 def test_the_one_nic_flat_ring_overstates_cross_server_time():
     """The regression behind issue 15: a ring at one NIC's speed against NCCL's model."""
     topo = nccl.topology("dgx-h100", nodes=8)
-    model = nccl.predict("allreduce", GIB, topo, algorithm="ring").seconds
+    model = nccl.predict("allreduce", GIB, algorithm="ring", machine=topo).seconds
     flat = costmodel.collective_time("allreduce", "ring", GIB, 64, 0.0, 1 / 50e9)
     assert 6 < flat / model < 9
 
@@ -212,7 +216,7 @@ def _topo(name, nodes):
 def test_time_grows_with_size_and_stays_finite(name, nodes, coll, a, b):
     t = _topo(name, nodes)
     small, big = sorted((a, b))
-    p = nccl.predict(coll, [small, big], t)
+    p = nccl.predict(coll, [small, big], machine=t)
     assert np.all(np.isfinite(p.seconds)) and np.all(p.seconds > 0)
     assert p.seconds[0] <= p.seconds[1] * (1 + 1e-12)
     assert np.all(np.isfinite(p.busbw_gb_per_s)) and np.all(p.busbw_gb_per_s >= 0)
@@ -224,7 +228,7 @@ def test_ll_wins_tiny_messages_and_simple_huge_ones(name, nodes, algo):
     """Huge: 1 TiB. (At 720 GPUs the ring's 1,438 steps make LL128's lower latency worth
     more than Simple's 8 % more bandwidth even at 16 GiB: NCCL's model says so too.)"""
     t = _topo(name, nodes)
-    p = nccl.predict("allreduce", [8.0, 1024.0 * GIB], t, algorithm=algo)
+    p = nccl.predict("allreduce", [8.0, 1024.0 * GIB], algorithm=algo, machine=t)
     assert list(p.protocol) == ["ll", "simple"]
 
 
@@ -233,8 +237,8 @@ def test_ll_wins_tiny_messages_and_simple_huge_ones(name, nodes, algo):
 def test_more_nodes_are_never_faster_per_byte_for_a_ring(name, nodes, coll, size):
     """From two servers on (the first server boundary: see the test below)."""
     t = _topo(name, nodes)
-    now = nccl.predict(coll, size, t, algorithm="ring").seconds
-    more = nccl.predict(coll, size, t.with_(nodes=nodes + 1), algorithm="ring").seconds
+    now = nccl.predict(coll, size, algorithm="ring", machine=t).seconds
+    more = nccl.predict(coll, size, algorithm="ring", machine=t.with_(nodes=nodes + 1)).seconds
     assert more >= now * (1 - 1e-12)
 
 
@@ -246,27 +250,27 @@ def test_the_first_server_boundary_can_speed_up_a_broadcast():
     servers than on one; all-reduce and all-gather are not (their (p-1)/p factors grow)."""
     one, two = _topo("dgx-h100", 1), _topo("dgx-h100", 2)
     for coll in ("broadcast", "reduce"):
-        a = nccl.predict(coll, 1e10, one, algorithm="ring")
-        b = nccl.predict(coll, 1e10, two, algorithm="ring")
+        a = nccl.predict(coll, 1e10, algorithm="ring", machine=one)
+        b = nccl.predict(coll, 1e10, algorithm="ring", machine=two)
         assert b.seconds < a.seconds and 1.05 < a.seconds / b.seconds < 1.07
         assert 355 < a.busbw_gb_per_s < 365 and 375 < b.busbw_gb_per_s < 385
         assert (
-            nccl.predict(coll, 1e6, two, algorithm="ring").seconds
-            > nccl.predict(coll, 1e6, one, algorithm="ring").seconds
+            nccl.predict(coll, 1e6, algorithm="ring", machine=two).seconds
+            > nccl.predict(coll, 1e6, algorithm="ring", machine=one).seconds
         )  # small messages pay the network's latency
     for coll in ("allreduce", "allgather", "reducescatter"):
-        a = nccl.predict(coll, 1e10, one, algorithm="ring").seconds
-        assert nccl.predict(coll, 1e10, two, algorithm="ring").seconds > a
+        a = nccl.predict(coll, 1e10, algorithm="ring", machine=one).seconds
+        assert nccl.predict(coll, 1e10, algorithm="ring", machine=two).seconds > a
 
 
 @settings(max_examples=30, deadline=None)
 @given(PRESET, st.integers(1, 32), SIZE)
 def test_alltoall_is_finite_and_bounded_by_the_rails(name, nodes, size):
     t = _topo(name, nodes)
-    p = nccl.predict("alltoall", size, t)
+    p = nccl.predict("alltoall", size, machine=t)
     assert np.isfinite(p.seconds) and p.seconds > 0
     if nodes > 1:  # inter-node bytes cannot beat the GPU's share of its rails
-        per_gpu = p2p.network_gb_per_s(t)
+        per_gpu = p2p.network_gb_per_s(machine=t)
         assert p.busbw_gb_per_s <= per_gpu * (t.ranks - 1) / (t.ranks - t.gpus_per_node) + 1e-9
 
 
@@ -278,7 +282,7 @@ def test_topology_overrides_and_groups():
     assert (t.nodes, t.nics_per_node, t.nic_bw, t.ranks) == (3, 4, 25.0, 24)
     g = nccl.PRESETS["hgx-h100-4nic"].with_(nodes=8).group(2, 4)
     assert (g.gpus_per_node, g.nodes, g.nics_per_node) == (2, 4, 1)
-    s = nccl.collective_seconds("allreduce", [1e6, 1e9], 8, 4, "dgx-h100")
+    s = nccl.collective_seconds("allreduce", [1e6, 1e9], 8, 4, machine="dgx-h100")
     assert s.shape == (2,) and np.all(np.diff(s) > 0)
 
 
@@ -289,13 +293,13 @@ def test_topology_overrides_and_groups():
      lambda: nccl.topology("dgx-a100", nvls=True),
      lambda: nccl.topology("pcie", nodes=2, nics_per_node=0),
      lambda: nccl.topology("dgx-a100", colour="red"),
-     lambda: nccl.predict("allreduce", -1, "dgx-a100"),
-     lambda: nccl.predict("allreduce", float("nan"), "dgx-a100"),
-     lambda: nccl.predict("alltoall", 8, "dgx-a100", algorithm="ring"),
-     lambda: nccl.predict("allreduce", 8, "dgx-a100", algorithm="nvls"),
-     lambda: nccl.predict("allreduce", 8, "dgx-a100", protocol=["ll", "fast"]),
-     lambda: nccl.tune("alltoall", "dgx-a100"),
-     lambda: nccl.collective_seconds("allreduce", 8, 16, 1, "dgx-a100")],
+     lambda: nccl.predict("allreduce", -1, machine="dgx-a100"),
+     lambda: nccl.predict("allreduce", float("nan"), machine="dgx-a100"),
+     lambda: nccl.predict("alltoall", 8, algorithm="ring", machine="dgx-a100"),
+     lambda: nccl.predict("allreduce", 8, algorithm="nvls", machine="dgx-a100"),
+     lambda: nccl.predict("allreduce", 8, protocol=["ll", "fast"], machine="dgx-a100"),
+     lambda: nccl.tune("alltoall", machine="dgx-a100"),
+     lambda: nccl.collective_seconds("allreduce", 8, 16, 1, machine="dgx-a100")],
 )  # fmt: skip
 def test_bad_input_is_a_clear_value_error(call):
     with pytest.raises(ValueError, match="must|no algorithm"):
@@ -435,8 +439,10 @@ def test_demo_rejects_bad_arguments_before_starting():
 def test_collective_seconds_counts_the_groups_gpus_not_the_servers():
     # Regression: a group of one GPU on each of 16,384 DGX H100 servers (16,384 ranks) was
     # refused, because the servers were placed first (131,072 GPUs > the 65,536 limit).
-    one_each = nccl.collective_seconds("allreduce", 1e9, 1, 16384, "dgx-h100")
+    one_each = nccl.collective_seconds("allreduce", 1e9, 1, 16384, machine="dgx-h100")
     group = nccl.PRESETS["dgx-h100"].group(1, 1).with_(nodes=16384)
-    assert one_each == nccl.predict("allreduce", 1e9, group).seconds
-    full = nccl.collective_seconds("allreduce", 1e9, 8, 4, "dgx-h100")
-    assert full == nccl.predict("allreduce", 1e9, nccl.topology("dgx-h100", nodes=4)).seconds
+    assert one_each == nccl.predict("allreduce", 1e9, machine=group).seconds
+    full = nccl.collective_seconds("allreduce", 1e9, 8, 4, machine="dgx-h100")
+    assert (
+        full == nccl.predict("allreduce", 1e9, machine=nccl.topology("dgx-h100", nodes=4)).seconds
+    )

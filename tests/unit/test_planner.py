@@ -50,7 +50,7 @@ def test_predict_reproduces_a_hand_computed_small_case():
     layer = compute.layer_time(compute.Layer(64, 4, 32), 2, "A100-80GB", 1, False, "none", True)
     fwd_bwd = layer.seconds("forward") + layer.seconds("backward")
     logits = compute.head_time(2, 32, 64, 128, "A100-80GB", 1).total_s
-    send = float(p2p.sendrecv_us(nccl.topology("dgx-a100", 1), 8192, True)) * 1e-6
+    send = float(p2p.sendrecv_us(8192, True, machine=nccl.topology("dgx-a100", 1))) * 1e-6
     stage = 2 * fwd_bwd + 2 * send  # 2 layers, one send each way (v = 1)
     mean = stage + logits / 2  # the last stage also runs the output layer
     # stage parameters: 2 layers of 12 h^2 + 13 h = 49,984 and 10,240 of embeddings

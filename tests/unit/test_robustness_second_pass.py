@@ -211,7 +211,7 @@ def test_alltoall_us_is_finite_on_every_legal_topology():
             topo = H100.with_(gpus_per_node=g, nodes=nodes, nics_per_node=k)
         except ValueError:
             continue
-        t = p2p.alltoall_us(topo, np.array([5e-324, 8.0, 2.0**50]))
+        t = p2p.alltoall_us(np.array([5e-324, 8.0, 2.0**50]), machine=topo)
         assert np.all(np.isfinite(t)) and np.all(t >= 0)
 
 

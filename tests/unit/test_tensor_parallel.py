@@ -223,10 +223,10 @@ def test_the_default_is_nccls_model_on_the_right_group(collective, t):
     n = np.array([4096.0, 5e7, 2e9])
     got = tp.collective_seconds(collective, n, t)
     per_node, nodes = (t, 1) if t <= 8 else (8, t // 8)
-    want = nccl.collective_seconds(collective, n, per_node, nodes, "dgx-h100")
+    want = nccl.collective_seconds(collective, n, per_node, nodes, machine="dgx-h100")
     np.testing.assert_array_equal(got, want)
     group = nccl.topology("dgx-h100", nodes=nodes).group(per_node, nodes)
-    np.testing.assert_array_equal(got, nccl.predict(collective, n, group).seconds)
+    np.testing.assert_array_equal(got, nccl.predict(collective, n, machine=group).seconds)
     # the machine built from the links is the DGX H100 preset (but for its name)
     m = tpn.machine(8, "nvlink4-h100", "nic-400g")
     assert (
@@ -266,7 +266,7 @@ def test_uneven_groups_are_priced_as_the_regular_group_of_their_size():
     assert tpn.group_shape(6, 8) == (6, 1) and tpn.group_shape(72, 8) == (8, 9)
     assert tpn.group_shape(7, 4) == (1, 7)
     twelve = tp.collective_seconds("allreduce", 5e7, 12)
-    assert twelve == nccl.collective_seconds("allreduce", 5e7, 4, 3, "dgx-h100")
+    assert twelve == nccl.collective_seconds("allreduce", 5e7, 4, 3, machine="dgx-h100")
 
 
 def test_one_nic_overstates_nccl_across_servers():
@@ -279,7 +279,7 @@ def test_one_nic_overstates_nccl_across_servers():
                                        nic.beta_s_per_byte)  # fmt: skip
     assert round(flat16 * 1e3, 2) == 1.98 and round(nccl16 * 1e3, 3) == 0.242
     assert 8 < flat16 / nccl16 < 8.5  # NCCL stripes over 8 NICs (and uses NVLS-Tree)
-    assert nccl.predict("allreduce", n, nccl.topology("dgx-h100", nodes=2)).algorithm == (
+    assert nccl.predict("allreduce", n, machine=nccl.topology("dgx-h100", nodes=2)).algorithm == (
         "nvls_tree"
     )
     # inside one server both models agree to within a few per cent
@@ -397,8 +397,8 @@ def test_scatter_gather_time_for_a_gpt3_layer():
 def test_scatter_gather_time_under_nccl():
     full, sg = tp.stage_transfer_seconds(**GPT3, t=8)
     n = 1 * 2048 * 12288 * 2
-    whole, part = nccl.p2p.sendrecv_us(nccl.PRESETS["dgx-h100"], [n, n / 8], False) * 1e-6
-    gather = nccl.collective_seconds("allgather", n, 8, 1, "dgx-h100")
+    whole, part = nccl.p2p.sendrecv_us([n, n / 8], False, machine=nccl.PRESETS["dgx-h100"]) * 1e-6
+    gather = nccl.collective_seconds("allgather", n, 8, 1, machine="dgx-h100")
     assert (full, sg) == (whole, part + gather)
     assert 3 < full / sg < 4  # NCCL's all-gather on one node is a ring at 285 GB/s busbw
     assert tp.stage_transfer_seconds(**GPT3, t=8, machine="dgx-h100") == (full, sg)
@@ -831,7 +831,7 @@ def test_nccls_tree_correction_is_not_monotone_at_4_mib():
     # [log2(nBytes >> 6)]: crossing 2**22 bytes moves LL128 from 0.6 to 0.8, and the
     # predicted time of the larger message is lower. The library keeps NCCL's behaviour.
     below, above = tp.collective_seconds("allreduce", [2**22 - 64, 2**22], 512)
-    p = nccl.predict("allreduce", [2**22 - 64, 2**22], nccl.topology("dgx-h100", nodes=64))
+    p = nccl.predict("allreduce", [2**22 - 64, 2**22], machine=nccl.topology("dgx-h100", nodes=64))
     assert list(p.algorithm) == ["tree", "tree"] and list(p.protocol) == ["ll128", "ll128"]
     assert nccl.constants.TREE_CORRECTION[1, 15:17].tolist() == [0.6, 0.8] and above < below
     assert above > 0.8 * below

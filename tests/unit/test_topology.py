@@ -496,12 +496,12 @@ def test_nccl_scenarios_are_nccls_predictions():
     assert (
         m.with_(name="dgx-h100", source=nccl.PRESETS["dgx-h100"].source) == nccl.PRESETS["dgx-h100"]
     )
-    out = T.nccl_allreduce_scenarios(32, m, GB)
+    out = T.nccl_allreduce_scenarios(32, GB, machine=m)
     assert tuple(out) == T.NCCL_SCENARIOS
     rails, everyone = out.values()
     cluster = nccl.topology("dgx-h100", nodes=32)
-    assert rails.seconds == nccl.predict("allreduce", GB, cluster.group(1, 32)).seconds
-    assert everyone.seconds == nccl.predict("allreduce", GB, cluster).seconds
+    assert rails.seconds == nccl.predict("allreduce", GB, machine=cluster.group(1, 32)).seconds
+    assert everyone.seconds == nccl.predict("allreduce", GB, machine=cluster).seconds
     assert (rails.algorithm, everyone.algorithm) == ("ring", "nvls_tree")
     fluid = T.allreduce_scenarios(32, 8, 450.0, 50.0, 2.0, GB)
     # NCCL is never faster than the fluid bound on the rails (its channels run at 48 GB/s,
@@ -524,7 +524,7 @@ def test_nccl_scenarios_are_nccls_predictions():
 def test_nccl_scenarios_respect_the_nic_bound(servers, g, gen, gbit, nbytes):
     # no all-reduce across servers (without in-network reduction) beats 2(S-1)/S of the
     # data over the NICs it may use: one per group on the rails, all g of a server at once
-    out = T.nccl_allreduce_scenarios(servers, T.nccl_machine(g, gen, gbit), nbytes)
+    out = T.nccl_allreduce_scenarios(servers, nbytes, machine=T.nccl_machine(g, gen, gbit))
     nic = gbit / 8 * 1e9
     bound = 2 * (servers - 1) / servers * nbytes / nic
     rails, everyone = out.values()
@@ -536,18 +536,20 @@ def test_nccl_scenarios_check_their_inputs():
     with pytest.raises(ValueError, match="nvlink_generation must be"):
         T.nccl_machine(8, 1, 400)  # NCCL's model has no P100
     with pytest.raises(ValueError, match="machine must be"):
-        T.nccl_allreduce_scenarios(4, "dgx-z")
+        T.nccl_allreduce_scenarios(4, machine="dgx-z")
     with pytest.raises(ValueError, match="nbytes must be"):
-        T.nccl_allreduce_scenarios(4, "dgx-h100", 0.0)
+        T.nccl_allreduce_scenarios(4, 0.0, machine="dgx-h100")
     with pytest.raises(ValueError, match="servers must be"):
-        T.nccl_allreduce_scenarios(0, "dgx-h100")
+        T.nccl_allreduce_scenarios(0, machine="dgx-h100")
     with pytest.raises(ValueError, match="at most 65536 GPUs"):
-        T.nccl_allreduce_scenarios(65536, "dgx-h100")
+        T.nccl_allreduce_scenarios(65536, machine="dgx-h100")
     fluid = T.allreduce_scenarios(4, 8, 450.0, 50.0)
     with pytest.raises(ValueError, match="nccl_times value must be"):
         VT.allreduce_times(fluid, "t", {"x": 1.0})
     with pytest.raises(ValueError, match="nccl_times label must be"):
-        VT.allreduce_times(fluid, "t", {T.SCENARIOS[0]: nccl.predict("allreduce", 1e6, "dgx-h100")})
+        VT.allreduce_times(
+            fluid, "t", {T.SCENARIOS[0]: nccl.predict("allreduce", 1e6, machine="dgx-h100")}
+        )
 
 
 # --- what the fluid bound assumes: the GPUs reduce (review 3, chapter 11 item 1) ------------
@@ -587,8 +589,8 @@ def test_nvls_measurements_beat_the_gpu_reduction_bound_not_the_in_network_one()
 @given(p=st.integers(2, 8), nbytes=st.floats(1e3, 1e11))
 def test_nccl_respects_the_bound_of_its_algorithm(p, nbytes):
     topo = nccl.topology("dgx-h100").group(p, 1)
-    best = nccl.predict("allreduce", nbytes, topo)
-    ring = nccl.predict("allreduce", nbytes, topo, algorithm="ring")
+    best = nccl.predict("allreduce", nbytes, machine=topo)
+    ring = nccl.predict("allreduce", nbytes, algorithm="ring", machine=topo)
     assert best.seconds >= T.allreduce_bound(p, nbytes, 450.0, in_network=True)
     assert ring.seconds >= T.allreduce_bound(p, nbytes, 450.0)
 

@@ -251,7 +251,7 @@ def test_caps_table_figure_shades_the_fastest_step_and_rejects_bad_input():
     from scaleout.viz import data_parallel as VD
 
     net = D.dp_network(64)
-    pairs = [D.uniform_model_timelines(350e6, 96, 64, network=net, bucket_cap_mb=c)
+    pairs = [D.uniform_model_timelines(350e6, 96, 64, machine=net, bucket_cap_mb=c)
              for c in (1, 25, 400)]  # fmt: skip
     fig = VD.caps_table_figure(["1", "25", "400"], pairs[0][0], [p[1] for p in pairs])
     heat = fig.data[0]
@@ -270,7 +270,7 @@ def test_accumulation_table_figure_shades_rows_where_no_sync_wins():
     from scaleout import data_parallel as D
     from scaleout.viz import data_parallel as VD
 
-    _, ddp = D.uniform_model_timelines(350e6, 96, 64, network=D.dp_network(64, nic_gbps=100))
+    _, ddp = D.uniform_model_timelines(350e6, 96, 64, machine=D.dp_network(64, nic_gbps=100))
     rows = {f"k = {k}": (D.accumulation(ddp, k), D.accumulation(ddp, k, no_sync=False))
             for k in (1, 4)}  # fmt: skip
     heat = VD.accumulation_table_figure(rows).data[0]
@@ -348,8 +348,8 @@ def _identifier_figures():
     yield "cost_curves", VC.cost_curves(8, 5e-6, 1e-10)
     yield "cost_vs_ranks", VC.cost_vs_ranks(1e6, 5e-6, 1e-10)
     for name in ("dgx-h100", "pcie"):
-        yield f"choice_map {name}", VN.choice_map(name, [1, 2], "allgather")
-    yield "busbw_figure", VN.busbw_figure(nccl.PRESETS["hgx-h100-4nic"], "reducescatter")
+        yield f"choice_map {name}", VN.choice_map([1, 2], "allgather", machine=name)
+    yield "busbw_figure", VN.busbw_figure("reducescatter", machine=nccl.PRESETS["hgx-h100-4nic"])
     yield "trees cost_vs_ranks", VT.cost_vs_ranks(3e-6, 2e-11, "nic-400g")
     yield "trees time_vs_size", VT.time_vs_size(64, 1e-6, 1e-12, "nvlink4-h100")
     for name in ("gpipe", "1f1b", "zb-h1"):

@@ -39,8 +39,8 @@ def main(argv=None) -> int:
             over["nic_gbps"] = args.nic_gbps
         if args.nvls is not None:
             over["nvls"] = args.nvls == "on"
-        text = report(log, args.machine, args.nodes, collective=args.collective,
-                      ranks=args.ranks, **over)  # fmt: skip
+        text = report(log, args.nodes, collective=args.collective,
+                      ranks=args.ranks, machine=args.machine, **over)  # fmt: skip
     except (OSError, ValueError, UnicodeError) as e:
         print(f"error: {args.log}: {e}", file=sys.stderr)
         return 2

@@ -21,6 +21,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from .. import checks, nccl
+from .. import machine as M
 from .fit import HOLDOUTS, fit_mask
 from .judge import REGIMES, Comparison, _regimes
 
@@ -60,10 +61,11 @@ class Correction:
         near = min(self.factors, key=lambda r: abs(REGIMES.index(r) - i))
         return float(self.factors[near])
 
-    def seconds(self, nbytes, topo=None):
-        """The corrected time of this collective for ``nbytes`` (vectorised) on ``topo``
-        (default: the log's): the model's time divided by its regime's factor."""
-        topo = self.topology if topo is None else nccl.topo.check_topology("topo", topo)
+    def seconds(self, nbytes, *, machine=None):
+        """The corrected time of this collective for ``nbytes`` (vectorised) on ``machine``
+        (a Topology, a :class:`scaleout.machine.Machine` or a preset name; default: the
+        log's): the model's time divided by its regime's factor."""
+        topo = self.topology if machine is None else M.as_topology(machine)
         sizes = checks.array("nbytes", nbytes, low=0.0, low_open=True, max_size=2**20)
         pred, reg = _regimes(self.collective, sizes.ravel(), topo)
         f = np.array([self.factor(r) for r in reg])

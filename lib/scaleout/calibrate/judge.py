@@ -29,6 +29,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from .. import checks, costmodel, nccl
+from .. import machine as M
 from .records import Log
 
 REGIMES = ("latency", "middle", "bandwidth")
@@ -59,16 +60,17 @@ CHECKS = {
 
 
 def _topology(machine, nodes, overrides) -> nccl.Topology:
-    if isinstance(machine, nccl.Topology):
-        base = machine.with_(**overrides) if overrides else machine
-        return base
+    if not isinstance(machine, str):
+        base = M.as_topology(machine)
+        return base.with_(**overrides) if overrides else base
     checks.choice("machine", machine, tuple(nccl.PRESETS))
     return nccl.topology(machine, nodes=1, **overrides)
 
 
 def machine_topology(machine, ranks: int, nodes: int = 1, **overrides) -> nccl.Topology:
     """The topology a log of ``ranks`` ranks on ``nodes`` servers of ``machine`` (a preset
-    name or a Topology, with ``overrides`` of its fields) runs on."""
+    name, a Topology or a :class:`scaleout.machine.Machine`, with ``overrides`` of its
+    fields) runs on."""
     ranks = checks.integer("ranks", ranks, 1, nccl.topo.MAX_RANKS)
     nodes = checks.integer("nodes", nodes, 1, nccl.topo.MAX_RANKS)
     base = _topology(machine, nodes, overrides)
@@ -194,18 +196,19 @@ def evidence(log: Log) -> tuple:
 
 
 def _regimes(collective, nbytes, topo):
-    peak = float(nccl.predict(collective, PEAK_BYTES, topo).busbw_gb_per_s)
-    pred = nccl.predict(collective, nbytes, topo)
+    peak = float(nccl.predict(collective, PEAK_BYTES, machine=topo).busbw_gb_per_s)
+    pred = nccl.predict(collective, nbytes, machine=topo)
     frac = np.asarray(pred.busbw_gb_per_s) / peak
     reg = tuple("latency" if f < LATENCY_FRACTION else "bandwidth" if f >= BANDWIDTH_FRACTION
                 else "middle" for f in frac)  # fmt: skip
     return pred, reg
 
 
-def compare(log: Log, machine="dgx-h100", nodes: int = 1, *, collective: str | None = None,
-            ranks: int | None = None, **overrides) -> Comparison:  # fmt: skip
+def compare(log: Log, nodes: int = 1, *, collective: str | None = None, ranks: int | None = None,
+            machine="dgx-h100", **overrides) -> Comparison:  # fmt: skip
     """``log`` beside chapter 10's NCCL model on ``nodes`` servers of ``machine`` (a preset
-    name or a Topology; ``overrides`` change its fields). ``collective`` and ``ranks``
+    name, a Topology or a :class:`scaleout.machine.Machine`; ``overrides`` change its
+    fields). ``collective`` and ``ranks``
     replace what the log says (or supply what it does not). Measured bus bandwidth is the
     out-of-place one (in-place where the log has only that), recomputed from the time with
     nccl-tests' factor so that rounded columns do not matter."""

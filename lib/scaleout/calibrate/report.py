@@ -18,12 +18,14 @@ def _size(n: float) -> str:
     return f"{n:g} B"
 
 
-def report(log: Log, machine="dgx-h100", nodes: int = 1, **kwargs) -> str:
+def report(log: Log, nodes: int = 1, *, machine="dgx-h100", **kwargs) -> str:
     """The table (size, measured and model busbw, ratio, model's algorithm/protocol,
-    regime), the verdicts, the line fit and the held-out corrections, as text."""
+    regime), the verdicts, the line fit and the held-out corrections, as text, for ``log``
+    on ``nodes`` servers of ``machine`` (``kwargs`` go to
+    :func:`~scaleout.calibrate.compare`)."""
     checks.instance("log", log, Log)
     out = []
-    c = compare(log, machine, nodes, **kwargs)
+    c = compare(log, nodes, machine=machine, **kwargs)
     t = c.topology
     out.append(f"{c.collective} on {t.ranks} ranks: {t.nodes} x {t.gpus_per_node} {t.gpu} "
                f"({t.name}), measured vs chapter 10's NCCL model")  # fmt: skip

@@ -186,7 +186,7 @@ def layer_rows() -> tuple[LayerRow, ...]:
     b, t = cfg["b"], cfg["t"]
     topo = machine.preset("dgx-a100").topology  # one DGX A100 holds the t = 8 group
     nbytes = float(b) * layer.seq * layer.hidden * 2  # 16-bit activations
-    sec = {c: float(nccl.collective_seconds(c, nbytes, t, 1, topo))
+    sec = {c: float(nccl.collective_seconds(c, nbytes, t, 1, machine=topo))
            for c in overlap.COLLECTIVES}  # fmt: skip
     out = []
     for m in P.KORTHIKANTI_TABLE4:

@@ -39,6 +39,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from .. import checks, nccl, topology
+from .. import machine as M
 
 ROUTINGS = ("ecmp", "spray", "adaptive")
 COLLECTIVES = ("allreduce", "allgather", "reducescatter")
@@ -91,10 +92,9 @@ class CollectiveResult:
 
 
 def as_topology(machine) -> nccl.Topology:
-    """``machine`` as an :class:`scaleout.nccl.topo.Topology` (a preset name is looked up)."""
-    if isinstance(machine, str):
-        return nccl.PRESETS[checks.choice("machine", machine, tuple(nccl.PRESETS))]
-    return checks.instance("machine", machine, nccl.Topology, "an nccl.Topology or a preset name")
+    """``machine`` as an :class:`scaleout.nccl.topo.Topology`: :func:`scaleout.machine.as_topology`
+    (a preset name is looked up, a :class:`scaleout.machine.Machine` gives its topology)."""
+    return M.as_topology(machine)
 
 
 def cluster_of(machine, fabric: Fabric | None = None) -> topology.Cluster:
@@ -184,7 +184,6 @@ def _place(routing, pairs, q, flowlets, spines, rng, cap_up, cap_down, leaves):
 
 
 def collective_under_ecmp(
-    machine,
     nbytes: float,
     *,
     collective: str = "allreduce",
@@ -193,9 +192,10 @@ def collective_under_ecmp(
     seeds: int = 100,
     fabric: Fabric | None = None,
     flowlets: int = 4,
+    machine,
 ) -> CollectiveResult:
     """Bus bandwidth of ``collective`` of ``nbytes`` per GPU (NCCL's flat rings, one
-    channel per NIC) on ``machine`` (a preset name or an :class:`scaleout.nccl.topo.Topology`;
+    channel per NIC) on ``machine`` (a preset name, a Machine or an nccl Topology;
     its ``nodes`` servers) over ``fabric``, one value per seed of the hash (see the module
     docstring). ``flowlets``: pieces per QP for adaptive routing.
 

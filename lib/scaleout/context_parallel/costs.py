@@ -259,12 +259,12 @@ def _rates(flops_per_s, backward_flops_per_s):
     return fwd, bwd
 
 
-def attention_seconds(scheme, seq, cp, m="llama3-8b", net="dgx-h100", tp=1, batch=1,
+def attention_seconds(scheme, seq, cp, m="llama3-8b", tp=1, batch=1,
                       layout="zigzag", ulysses=1, dtype_bytes=2,
                       flops_per_s=ATTENTION_FORWARD_FLOPS_PER_S,
                       backward_flops_per_s=ATTENTION_BACKWARD_FLOPS_PER_S,
-                      documents=None) -> AttentionTime:  # fmt: skip
-    """One layer's attention core under ``scheme`` on ``cp`` ranks of ``net`` (every
+                      documents=None, *, machine="dgx-h100") -> AttentionTime:  # fmt: skip
+    """One layer's attention core under ``scheme`` on ``cp`` ranks of ``machine`` (every
     ``tp``-th GPU, after tensor parallelism), forward and backward, with the overlap of
     the module docstring: a ring step lasts max(block compute, transfer), the last one
     compute only (backward: plus the final K/V-gradient transfer home); all-to-alls and
@@ -275,7 +275,7 @@ def attention_seconds(scheme, seq, cp, m="llama3-8b", net="dgx-h100", tp=1, batc
     scheme, seq, cp, batch, dtype_bytes, layout = _common(scheme, seq, cp, batch, dtype_bytes,
                                                           layout)  # fmt: skip
     m, heads, kv, u, r = _shape(m, tp, cp, scheme, ulysses)
-    net = cluster(net)
+    net = cluster(machine)
     rate, back_rate = _rates(flops_per_s, backward_flops_per_s)
     slower = BACKWARD_FACTOR * rate / back_rate  # backward seconds per forward second
     fwd_bytes, bwd_bytes = traffic_bytes(scheme, seq, cp, m, tp, batch, dtype_bytes, u)
@@ -284,8 +284,8 @@ def attention_seconds(scheme, seq, cp, m="llama3-8b", net="dgx-h100", tp=1, batc
         work = ring_work(seq, cp, layout, documents=documents)
         compute = float(work.sum(axis=1).max()) * per_pair  # each rank: its queries, all keys
         gathered = 2.0 * seq * kv * batch * m.head_dim * dtype_bytes
-        ag = transfer_seconds("allgather", gathered, cp, net, tp)
-        rs = transfer_seconds("reducescatter", gathered, cp, net, tp)
+        ag = transfer_seconds("allgather", gathered, cp, tp, machine=net)
+        rs = transfer_seconds("reducescatter", gathered, cp, tp, machine=net)
         fwd, bwd = ag + compute, ag + slower * compute + rs
         both = (1 + slower) * compute
         return AttentionTime(scheme, fwd, bwd, both, 2 * ag + rs, max(0.0, fwd + bwd - both),
@@ -294,12 +294,12 @@ def attention_seconds(scheme, seq, cp, m="llama3-8b", net="dgx-h100", tp=1, batc
     value = batch * m.head_dim * dtype_bytes
     qkv = (seq / cp) * (heads + 2 * kv) * value
     out = (seq / cp) * heads * value
-    a2a = transfer_seconds("alltoall", qkv, u, net, tp) + transfer_seconds("alltoall", out, u,
-                                                                             net, tp)  # fmt: skip
+    a2a = (transfer_seconds("alltoall", qkv, u, tp, machine=net)
+           + transfer_seconds("alltoall", out, u, tp, machine=net))  # fmt: skip
     # Ring part (r ranks of stride tp * u).
     steps = ring_work(seq, r, layout, documents=documents).max(axis=0) * per_pair  # busiest rank
     block = 2.0 * (seq / r) * (kv / u) * value
-    hop = transfer_seconds("p2p", block, r, net, tp * u)
+    hop = transfer_seconds("p2p", block, r, tp * u, machine=net)
     fwd = float(np.maximum(steps[:-1], hop).sum() + steps[-1]) + a2a
     back = slower * steps
     bwd = float(np.maximum(back[:-1], 2 * hop).sum() + back[-1]) + (hop if r > 1 else 0.0) + a2a
@@ -309,9 +309,9 @@ def attention_seconds(scheme, seq, cp, m="llama3-8b", net="dgx-h100", tp=1, batc
                          fwd_bytes, bwd_bytes)  # fmt: skip
 
 
-def overlap_threshold_tokens(m="llama3-8b", net="dgx-h100", tp=1, cross_node=False, batch=1,
-                             dtype_bytes=2, causal=True,
-                             flops_per_s=ATTENTION_FORWARD_FLOPS_PER_S) -> float:  # fmt: skip
+def overlap_threshold_tokens(m="llama3-8b", tp=1, cross_node=False, batch=1, dtype_bytes=2,
+                             causal=True, flops_per_s=ATTENTION_FORWARD_FLOPS_PER_S, *,
+                             machine="dgx-h100") -> float:  # fmt: skip
     """Fewest tokens per rank n = s/cp at which a forward ring step's K/V transfer hides
     behind its block: transfer(2 n g d B bytes) <= k n^2 d a 4 / F (k = 1/2 for a balanced
     causal step, 1 without the mask; F the forward rate: a backward step, 2.5 times the
@@ -322,7 +322,7 @@ def overlap_threshold_tokens(m="llama3-8b", net="dgx-h100", tp=1, cross_node=Fal
     the mask and 2-byte values it is Liu et al.'s condition, block size >= F / bandwidth
     (FLOPs over bytes per second; Liu, Zaharia & Abbeel 2023, Sec. 3), plus the latency."""
     m, heads, kv, _, _ = _shape(m, tp, 1, "ring", 1)
-    net = cluster(net)
+    net = cluster(machine)
     cross = checks.boolean("cross_node", cross_node)
     batch = checks.integer("batch", batch, 1, MAX_BATCH)
     dtype_bytes = checks.integer("dtype_bytes", dtype_bytes, 1, 8)
@@ -335,7 +335,7 @@ def overlap_threshold_tokens(m="llama3-8b", net="dgx-h100", tp=1, cross_node=Fal
         raise checks.fail("cross_node", "True on a machine with one GPU per server", cross)
 
     def hidden(n):
-        return per_n2 * n * n >= transfer_seconds("p2p", per_token * n, 2, net, stride)
+        return per_n2 * n * n >= transfer_seconds("p2p", per_token * n, 2, stride, machine=net)
 
     low, high = 0.0, float(MAX_SEQ)
     if not hidden(high):
@@ -348,16 +348,16 @@ def overlap_threshold_tokens(m="llama3-8b", net="dgx-h100", tp=1, cross_node=Fal
     return high
 
 
-def ulysses_degree(cp, m="llama3-8b", tp=1, net="dgx-h100") -> int:
+def ulysses_degree(cp, m="llama3-8b", tp=1, *, machine="dgx-h100") -> int:
     """The Ulysses degree of the hybrid (USP) on ``cp`` ranks: the largest divisor u of cp
     that divides the query and key/value heads per rank (after ``tp``-way tensor
-    parallelism) and whose u ranks fit in one server of ``net`` next to the tensor-parallel
+    parallelism) and whose u ranks fit in one server of ``machine`` next to the tensor-parallel
     group (u x tp <= GPUs per server), so the all-to-alls stay on NVLink and the ring of
     cp / u ranks crosses the servers (Fang & Zhao 2024, Sec. 3: Ulysses inside, ring
     across). 1 when nothing larger fits: the hybrid is then a plain ring."""
     cp = checks.integer("cp", cp, 1, MAX_CP)
     m, heads, kv, _, _ = _shape(m, tp, 1, "ring", 1)
-    room = max(1, cluster(net).gpus_per_node // int(tp))
+    room = max(1, cluster(machine).gpus_per_node // int(tp))
     return max(u for u in range(1, min(cp, room) + 1)
                if cp % u == 0 and heads % u == 0 and kv % u == 0)  # fmt: skip
 

@@ -54,35 +54,36 @@ def cluster(name) -> Topology:
     :data:`~scaleout.context_parallel.network.NETWORKS` or any preset of
     :func:`scaleout.nccl.topo.topology`, or a :class:`scaleout.machine.Machine`
     (:func:`scaleout.machine.as_topology`)."""
-    return M.as_topology(name, name="net")
+    return M.as_topology(name, name="machine")
 
 
-def ranks_per_node(cp, net="dgx-h100", stride=1) -> int:
+def ranks_per_node(cp, stride=1, *, machine="dgx-h100") -> int:
     """How many of a context-parallel group's ``cp`` ranks share one server when the group
     takes every ``stride``-th GPU: the largest divisor of cp that is at most
-    gpus_per_node // stride (at least 1), so every server holds the same number."""
+    gpus_per_node // stride (at least 1), so every server holds the same number, on
+    ``machine`` (a Topology, a Machine or a preset name: :func:`cluster`)."""
     cp = checks.integer("cp", cp, 1, MAX_CP)
-    net = cluster(net)
+    net = cluster(machine)
     stride = checks.integer("stride", stride, 1, 1024)
     room = max(1, net.gpus_per_node // stride)
     return max(d for d in range(1, min(cp, room) + 1) if cp % d == 0)
 
 
-def transfer_seconds(kind, nbytes, cp, net="dgx-h100", stride=1) -> float:
+def transfer_seconds(kind, nbytes, cp, stride=1, *, machine="dgx-h100") -> float:
     """Seconds for one context-parallel transfer of ``kind``
-    (:data:`~scaleout.context_parallel.network.TRANSFERS`) among ``cp`` ranks on ``net``,
+    (:data:`~scaleout.context_parallel.network.TRANSFERS`) among ``cp`` ranks on ``machine``,
     ``nbytes`` as the module docstring defines it for each kind, from the NCCL model.
     Zero when cp = 1 or nbytes = 0."""
     kind = checks.choice("kind", kind, TRANSFERS)
     n = checks.nonnegative("nbytes", nbytes, MAX_BYTES)
-    net = cluster(net)
-    local = ranks_per_node(cp, net, stride)
+    net = cluster(machine)
+    local = ranks_per_node(cp, stride, machine=net)
     cp = int(cp)
     if cp == 1 or n == 0:
         return 0.0
     nodes = cp // local
     if kind == "p2p":
         group = net.with_(nodes=max(nodes, net.nodes)).group(local, nodes)
-        return float(np.asarray(p2p.sendrecv_us(group, n, same_node=nodes == 1)) * 1e-6)
-    seconds = nccl.collective_seconds(kind, n, local, nodes, net)
+        return float(np.asarray(p2p.sendrecv_us(n, same_node=nodes == 1, machine=group)) * 1e-6)
+    seconds = nccl.collective_seconds(kind, n, local, nodes, machine=net)
     return float(checks.finite_result("seconds", np.float64(seconds)))

@@ -23,7 +23,7 @@ Taught in chapter 2, "Data parallelism" (``chapters/02_data_parallel.ipynb``).
 * **Timeline.** Backward computes one parameter's gradient after another; a bucket's
   all-reduce may start when its last gradient is ready and the previous bucket's all-reduce
   has finished (DDP reduces buckets in order, one at a time); all-reduce times come from
-  NCCL's cost model (``network=``, an :class:`scaleout.nccl.topo.Topology` such as
+  NCCL's cost model (``machine=``, an :class:`scaleout.nccl.topo.Topology` such as
   :func:`dp_network` builds; chapter 10) or from chapter 1's alpha-beta ring on one link
   (:func:`scaleout.costmodel.collective_time`, ``alpha_s`` and ``beta_s_per_byte``). Naive
   data parallelism is the case of one bucket holding everything, whose all-reduce starts

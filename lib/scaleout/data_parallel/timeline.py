@@ -95,7 +95,7 @@ def step_timeline(
     first_bucket_cap_bytes=DEFAULT_FIRST_BUCKET_BYTES,
     forward_s=0.0,
     gamma_s_per_byte=0.0,
-    network=None,
+    machine=None,
 ) -> StepTimeline:
     """Timeline of one step with DDP's bucketed, overlapped gradient all-reduce.
 
@@ -108,8 +108,9 @@ def step_timeline(
     cumulative all-reduce times, so 10^4 parameters cost microseconds. Communication is assumed not
     to slow compute down. ``np.inf`` caps give the naive timeline.
 
-    Each bucket's all-reduce time on ``world_size`` ranks: with ``network`` (an
-    :class:`scaleout.nccl.topo.Topology` of ``world_size`` ranks, e.g. :func:`dp_network`), what
+    Each bucket's all-reduce time on ``world_size`` ranks: with ``machine`` (an
+    :class:`scaleout.nccl.topo.Topology` of ``world_size`` ranks, e.g. :func:`dp_network`, or a
+    :class:`scaleout.machine.Machine` of that many GPUs), what
     NCCL's cost model predicts (:func:`scaleout.nccl.model.predict`: its choice of algorithm and
     protocol per bucket size; then leave ``alpha_s``, ``beta_s_per_byte`` and
     ``gamma_s_per_byte`` out); without, chapter 1's alpha-beta(-gamma) ring on one link
@@ -122,7 +123,7 @@ def step_timeline(
             "backward_s", f"an array of one entry per parameter ({sizes.size})", compute.size
         )
     p = checks.integer("world_size", world_size, 1, MAX_RANKS)
-    allreduce = _allreduce_seconds(p, alpha_s, beta_s_per_byte, gamma_s_per_byte, network)
+    allreduce = _allreduce_seconds(p, alpha_s, beta_s_per_byte, gamma_s_per_byte, machine)
     fwd = checks.nonnegative("forward_s", forward_s)
     buckets = assign_buckets(sizes, bucket_cap_bytes, first_bucket_cap_bytes)
     with np.errstate(all="ignore"):  # overflow is reported below, as the library's error
@@ -148,10 +149,10 @@ def naive_timeline(
     *,
     forward_s=0.0,
     gamma_s_per_byte=0.0,
-    network=None,
+    machine=None,
 ) -> StepTimeline:
     """One all-reduce of every gradient, started when the backward pass has ended (the
-    network arguments as in :func:`step_timeline`)."""
+    network arguments and ``machine`` as in :func:`step_timeline`)."""
     return step_timeline(
         param_bytes,
         backward_s,
@@ -162,17 +163,17 @@ def naive_timeline(
         first_bucket_cap_bytes=np.inf,
         forward_s=forward_s,
         gamma_s_per_byte=gamma_s_per_byte,
-        network=network,
+        machine=machine,
     )
 
 
-def _allreduce_seconds(p: int, alpha_s, beta_s_per_byte, gamma_s_per_byte, network):
+def _allreduce_seconds(p: int, alpha_s, beta_s_per_byte, gamma_s_per_byte, machine):
     """A function bucket bytes -> all-reduce seconds on p ranks: NCCL's model on
-    ``network``, or the alpha-beta-gamma ring (exactly one of the two descriptions)."""
-    if network is None:
+    ``machine``, or the alpha-beta-gamma ring (exactly one of the two descriptions)."""
+    if machine is None:
         if alpha_s is None or beta_s_per_byte is None:
             pair = (alpha_s, beta_s_per_byte)
-            raise checks.fail("alpha_s and beta_s_per_byte", "both given when network is None",
+            raise checks.fail("alpha_s and beta_s_per_byte", "both given when machine is None",
                               pair)  # fmt: skip
         alpha = checks.nonnegative("alpha_s", alpha_s)
         beta = checks.nonnegative("beta_s_per_byte", beta_s_per_byte)
@@ -183,28 +184,27 @@ def _allreduce_seconds(p: int, alpha_s, beta_s_per_byte, gamma_s_per_byte, netwo
             return np.asarray(seconds, dtype=np.float64).reshape(-1)
 
         return ring
-    topo = checks.instance("network", network, nccl.Topology,
-                           "an nccl.Topology (see data_parallel.dp_network) or None")  # fmt: skip
+    topo = M.as_topology(machine)
     if topo.ranks != p:
-        raise checks.fail("world_size", f"the network's {topo.ranks} ranks", p)
+        raise checks.fail("world_size", f"the machine's {topo.ranks} ranks", p)
     for name, value in (("alpha_s", alpha_s), ("beta_s_per_byte", beta_s_per_byte)):
         if value is not None:
-            raise checks.fail(name, "None when network is given (NCCL's model prices it)", value)
+            raise checks.fail(name, "None when machine is given (NCCL's model prices it)", value)
     if checks.nonnegative("gamma_s_per_byte", gamma_s_per_byte) != 0:
-        raise checks.fail("gamma_s_per_byte", "0 when network is given", gamma_s_per_byte)
+        raise checks.fail("gamma_s_per_byte", "0 when machine is given", gamma_s_per_byte)
 
     def priced(nbytes):
         nbytes = np.asarray(nbytes, dtype=np.float64).reshape(-1)
         seconds = np.zeros(nbytes.shape)
         sent = nbytes > 0
         if np.any(sent):
-            seconds[sent] = nccl.predict("allreduce", nbytes[sent], topo).seconds
+            seconds[sent] = nccl.predict("allreduce", nbytes[sent], machine=topo).seconds
         return seconds
 
     return priced
 
 
-def dp_network(world_size: int, gpus_per_server: int = 1, machine="dgx-h100", **overrides):
+def dp_network(world_size: int, gpus_per_server: int = 1, *, machine="dgx-h100", **overrides):
     """The data-parallel group of ``world_size`` GPUs, ``gpus_per_server`` of them on each
     server of ``machine`` (a preset name of :data:`scaleout.nccl.topo.PRESETS`, an
     :class:`scaleout.nccl.topo.Topology` or a :class:`scaleout.machine.Machine`: read by
@@ -298,7 +298,7 @@ def uniform_model_timelines(
     tokens: float = 16384,
     flops_per_s: float = 400e12,
     bytes_per_param: float = 2.0,
-    network=None,
+    machine=None,
 ) -> tuple[StepTimeline, StepTimeline]:
     """(naive, DDP) timelines of one step of a model of ``n_params`` parameters in
     ``n_layers`` equal tensors (:func:`uniform_layers`), ``tokens`` per rank per step,
@@ -308,14 +308,14 @@ def uniform_model_timelines(
     rate :func:`scaleout.compute.layer_time` predicts for its example's layer shape),
     gradients of ``bytes_per_param`` bytes on the wire (2: bf16 weights, or fp32 weights
     with a bf16 compression hook; 4: fp32 without one; at most 16), caps from
-    :func:`bucket_caps`; all-reduces priced on ``network`` (NCCL's model) or by
+    :func:`bucket_caps`; all-reduces priced on ``machine`` (NCCL's model) or by
     ``alpha_s``/``beta_s_per_byte`` (:func:`step_timeline`)."""
     layers = uniform_layers(n_params, n_layers)
     backward = backward_seconds(layers, tokens, flops_per_s)
     itemsize = checks.real("bytes_per_param", bytes_per_param, 0.0, 16.0, low_open=True)
     first, cap = bucket_caps(bucket_cap_mb)
     link = dict(world_size=world_size, alpha_s=alpha_s, beta_s_per_byte=beta_s_per_byte,
-                network=network)  # fmt: skip
+                machine=machine)  # fmt: skip
     forward = float(backward.sum()) / 2
     naive = naive_timeline(layers * itemsize, backward, forward_s=forward, **link)
     ddp = step_timeline(

@@ -88,7 +88,7 @@ def main(argv=None) -> int:
         from scaleout import nccl
 
         topo = nccl.topology(args.topology, nodes=args.nodes)
-        model = nccl.predict("allreduce", [r[0] for r in rows], topo.group(
+        model = nccl.predict("allreduce", [r[0] for r in rows], machine=topo.group(
             max(1, world // args.nodes), args.nodes))  # fmt: skip
     if rank == 0:
         factor = 2 * (world - 1) / world

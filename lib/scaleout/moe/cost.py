@@ -86,30 +86,37 @@ class Network:
         checks.nonnegative("per_peer_s", self.per_peer_s, H.MAX_ALPHA_S)
 
 
-def nccl_network(topo) -> Network:
-    """The :class:`~scaleout.moe.Network` of an ``scaleout.nccl`` topology (chapter 10; or of a
-    :class:`scaleout.machine.Machine`), as
+def nccl_network(machine) -> Network:
+    """The :class:`~scaleout.moe.Network` of ``machine``, an ``scaleout.nccl`` topology
+    (chapter 10), a :class:`scaleout.machine.Machine` or a preset name
+    (:func:`scaleout.machine.as_topology`), as
     that package's p2p model prices all-to-all: NVLink at what NCCL's ring search grants
     one GPU inside a node (``nccl.p2p.nvlink_gb_per_s``, e.g. 360 GB/s on an H100), the
     network at ``min(PCIe, NIC)`` per NIC shared by the node's GPUs
     (``nccl.p2p.network_gb_per_s``); latencies of the Simple protocol, NCCL's base plus
     NVLink hop, the network hop on top, and the proxy's post overhead per remote peer
     (``getNetOverhead``), all from the pinned release's ``tuning.cc``."""
-    from ..machine import Machine
+    from ..machine import as_topology
     from ..nccl import constants as NC
     from ..nccl import p2p
-    from ..nccl.topo import check_topology
 
-    topo = check_topology("topo", topo.topology if isinstance(topo, Machine) else topo)
+    topo = as_topology(machine)
     if topo.nics_per_node == 0:
-        raise checks.fail("topo", "a topology with NICs", topo.name)
+        raise checks.fail("machine", "a topology with NICs", topo.name)
     base = NC.BASE_LAT[NC.RING, NC.SIMPLE] + NC.HW_LAT[NC.HW_NVLINK, NC.RING, NC.SIMPLE]
     hop = NC.HW_LAT[NC.HW_NET, NC.RING, NC.SIMPLE]
     post = NC.value("net_overhead_us")[NC.CPU_INDEX[topo.cpu]]
     src = f"scaleout.nccl topology {topo.name} (NCCL {NC.RELEASE} tuning.cc, p2p model)"
-    return Network(topo.gpus_per_node, p2p.nvlink_gb_per_s(topo),
-                   p2p.network_gb_per_s(topo), float(base) * 1e-6, float(hop) * 1e-6, src,
-                   float(post) * 1e-6)  # fmt: skip
+    return Network(topo.gpus_per_node, p2p.nvlink_gb_per_s(machine=topo),
+                   p2p.network_gb_per_s(machine=topo), float(base) * 1e-6, float(hop) * 1e-6,
+                   src, float(post) * 1e-6)  # fmt: skip
+
+
+def as_network(machine) -> Network:
+    """``machine`` as a :class:`~scaleout.moe.Network`: a Network as is, anything else (an
+    ``scaleout.nccl`` topology, a :class:`scaleout.machine.Machine`, a preset name) through
+    :func:`~scaleout.moe.nccl_network`."""
+    return machine if isinstance(machine, Network) else nccl_network(machine)
 
 
 def network(intra="nvlink4-h100", inter="nic-400g", gpus_per_node=8) -> Network:
@@ -154,14 +161,16 @@ def _time(nv: np.ndarray, nw: np.ndarray, peers: np.ndarray, net: Network) -> Al
     return AllToAllTime(float(t.max()), t, nv, nw, which)
 
 
-def alltoall_seconds(pair_bytes, net: Network) -> AllToAllTime:
+def alltoall_seconds(pair_bytes, *, machine) -> AllToAllTime:
     """Seconds of an all-to-all that sends ``pair_bytes[i, j]`` from rank i to rank j
-    (square, ranks in nodes of ``net.gpus_per_node``); see the module docstring."""
+    (square, ranks in nodes of ``machine.gpus_per_node``) on ``machine`` (a
+    :class:`~scaleout.moe.Network` or what :func:`~scaleout.moe.as_network` turns into
+    one); see the module docstring."""
     b = checks.array("pair_bytes", pair_bytes, ndim=2, low=0.0, high=2.0**60)
     p = b.shape[0]
     if b.shape != (p, p) or p > MAX_EP:
         raise checks.fail("pair_bytes", f"a square matrix of at most {MAX_EP} ranks", b.shape)
-    checks.instance("net", net, Network)
+    net = as_network(machine)
     node = np.arange(p) // net.gpus_per_node
     same = node[:, None] == node[None, :]
     off = b * ~np.eye(p, dtype=bool)  # a rank's bytes to itself stay in its memory
@@ -231,12 +240,13 @@ def two_hop_bytes(routing: Routing, ep, gpus_per_node, token_bytes=1.0) -> tuple
     return _two_hop(_copy_gpus(routing, ep), ep, g, tb)[:4]
 
 
-def two_hop_time(gpu, ep, net: Network, token_bytes=1.0) -> AllToAllTime:
+def two_hop_time(gpu, ep, token_bytes=1.0, *, machine) -> AllToAllTime:
     """:func:`~scaleout.moe.two_hop_seconds` from the GPU of every copy: ``gpu`` (tokens,
     k) integers, -1 for a dropped copy, tokens in ``ep`` equal contiguous blocks (one per
     rank). For routings built in pieces (one per rank) that no single
-    :class:`~scaleout.moe.Routing` holds."""
-    checks.instance("net", net, Network)
+    :class:`~scaleout.moe.Routing` holds. ``machine`` as in
+    :func:`~scaleout.moe.alltoall_seconds`."""
+    net = as_network(machine)
     ep = checks.integer("ep", ep, 1, MAX_EP)
     gpu = checks.array("gpu", gpu, ndim=2, integer=True, low=-1, high=ep - 1)
     if gpu.shape[0] % ep or gpu.shape[0] == 0 or gpu.shape[1] > 64:
@@ -244,18 +254,18 @@ def two_hop_time(gpu, ep, net: Network, token_bytes=1.0) -> AllToAllTime:
                           gpu.shape)  # fmt: skip
     g = checks.integer("gpus_per_node", net.gpus_per_node, 1, ep)
     if ep % g:
-        raise checks.fail("ep", f"a multiple of net.gpus_per_node = {g}", ep)
+        raise checks.fail("ep", f"a multiple of machine.gpus_per_node = {g}", ep)
     tb = checks.positive("token_bytes", token_bytes, MAX_TOKEN_BYTES)
     net_out, net_in, nv_out, nv_in, peers = _two_hop(gpu.astype(np.int64), ep, g, tb)
     return _time(np.maximum(nv_out, nv_in), np.maximum(net_out, net_in), peers, net)
 
 
-def two_hop_seconds(routing: Routing, ep, net: Network, token_bytes=1.0) -> AllToAllTime:
+def two_hop_seconds(routing: Routing, ep, token_bytes=1.0, *, machine) -> AllToAllTime:
     """Seconds of the node-deduplicated dispatch of :func:`~scaleout.moe.two_hop_bytes` on
-    ``net`` (the combine sends the same bytes back): network and NVLink hops pipelined,
-    each rank waiting for its busiest direction of each link, as in
-    :func:`~scaleout.moe.alltoall_seconds`."""
-    checks.instance("net", net, Network)
+    ``machine`` (as in :func:`~scaleout.moe.alltoall_seconds`; the combine sends the same
+    bytes back): network and NVLink hops pipelined, each rank waiting for its busiest
+    direction of each link, as in :func:`~scaleout.moe.alltoall_seconds`."""
+    net = as_network(machine)
     ep, g, tb = _check_two_hop(routing, ep, net.gpus_per_node, token_bytes)
     net_out, net_in, nv_out, nv_in, peers = _two_hop(_copy_gpus(routing, ep), ep, g, tb)
     return _time(np.maximum(nv_out, nv_in), np.maximum(net_out, net_in), peers, net)
@@ -297,18 +307,20 @@ class LayerAllToAll:
         return self.forward + self.backward
 
 
-def layer_alltoall(plan: DispatchPlan, net: Network, combine_token_bytes=None) -> LayerAllToAll:
-    """Price the four all-to-alls of ``plan`` on ``net``. The dispatch sends
+def layer_alltoall(plan: DispatchPlan, combine_token_bytes=None, *, machine) -> LayerAllToAll:
+    """Price the four all-to-alls of ``plan`` on ``machine`` (as in
+    :func:`~scaleout.moe.alltoall_seconds`). The dispatch sends
     ``plan.token_bytes`` per copy, the combine ``combine_token_bytes`` (default the same;
     DeepSeek-V3 dispatches FP8 and combines BF16). The backward all-to-alls carry
     gradients at the combine's precision."""
     checks.instance("plan", plan, DispatchPlan)
+    net = as_network(machine)
     cb = plan.token_bytes if combine_token_bytes is None else combine_token_bytes
     cb = checks.positive("combine_token_bytes", cb, 2.0**22)
     copies = plan.tokens
-    forward = alltoall_seconds(copies * plan.token_bytes, net)
-    back = alltoall_seconds(copies.T * cb, net)
-    grad_combine = alltoall_seconds(copies * cb, net)  # the combine's gradient: a dispatch
+    forward = alltoall_seconds(copies * plan.token_bytes, machine=net)
+    back = alltoall_seconds(copies.T * cb, machine=net)
+    grad_combine = alltoall_seconds(copies * cb, machine=net)  # the combine's gradient: a dispatch
     sent = copies * ~np.eye(plan.ep, dtype=bool)
     busiest = float(np.max(sent.sum(axis=1) * (plan.token_bytes + cb) + sent.sum(axis=0) * 2 * cb))
     return LayerAllToAll(forward.seconds, back.seconds, grad_combine.seconds, back.seconds,

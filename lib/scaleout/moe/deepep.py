@@ -43,7 +43,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from .. import checks
-from .cost import AllToAllTime, Network, alltoall_seconds, two_hop_time
+from .cost import AllToAllTime, Network, alltoall_seconds, as_network, two_hop_time
 from .published import FP8_SCALE_BYTES_PER_ELEMENT, H800_NETWORK, AllToAllMeasurement
 from .routing import route
 
@@ -78,10 +78,11 @@ def low_latency_copies(m: AllToAllMeasurement) -> float:
     return n - n * (1 - (1 - 1 / n) ** LL_MASKED_DRAWS)
 
 
-def rdma_only(net: Network) -> Network:
-    """``net`` with every GPU its own node: every byte to another GPU goes over its NIC
-    (the low-latency kernels before PR #173)."""
-    checks.instance("net", net, Network)
+def rdma_only(machine) -> Network:
+    """``machine`` (a :class:`~scaleout.moe.Network`, or what
+    :func:`~scaleout.moe.as_network` turns into one) with every GPU its own node: every
+    byte to another GPU goes over its NIC (the low-latency kernels before PR #173)."""
+    net = as_network(machine)
     return Network(1, net.nvlink_gb_per_s, net.network_gb_per_s, net.nvlink_alpha_s,
                    net.network_alpha_s, ("RDMA to every peer: " + net.source)[:1000],
                    net.per_peer_s)  # fmt: skip
@@ -121,18 +122,20 @@ class LowLatencyPrice:
         return self.measurement.gb_per_s * 1e9 * self.measured_seconds
 
 
-def price_low_latency(m: AllToAllMeasurement, net: Network = H800_NETWORK) -> LowLatencyPrice:
-    """Price low-latency row ``m`` on ``net`` (a node of ``net.gpus_per_node`` GPUs), or
+def price_low_latency(m: AllToAllMeasurement, *, machine=H800_NETWORK) -> LowLatencyPrice:
+    """Price low-latency row ``m`` on ``machine`` (a :class:`~scaleout.moe.Network` or
+    what :func:`~scaleout.moe.as_network` turns into one; nodes of
+    ``machine.gpus_per_node`` GPUs), or
     on :func:`~scaleout.moe.rdma_only` of it for the ``"rdma"`` rows: every rank sends
     its counted copies evenly to the ``ep`` ranks."""
     checks.instance("m", m, AllToAllMeasurement)
-    checks.instance("net", net, Network)
+    net = as_network(machine)
     if m.kernel != "low-latency":
         raise checks.fail("m", "a low-latency row", m.kernel)
     on = rdma_only(net) if m.transport == "rdma" else net
     counted = low_latency_copies(m) * counted_copy_bytes(m)
     pairs = np.full((m.ep, m.ep), counted / m.ep)
-    return LowLatencyPrice(m, counted, alltoall_seconds(pairs, on))
+    return LowLatencyPrice(m, counted, alltoall_seconds(pairs, machine=on))
 
 
 def deepep_routing(ep, gpus_per_node=8, tokens_per_rank=4096, seed=0) -> np.ndarray:
@@ -203,12 +206,13 @@ class NormalPrice:
         return self.counted_nvlink_bytes / self.seconds / 1e9
 
 
-def price_normal(m: AllToAllMeasurement, net: Network = H800_NETWORK, gpu=None) -> NormalPrice:
-    """Price normal row ``m`` on ``net``: the two-hop dispatch (or, for a combine, the
-    same bytes back) of ``gpu`` (default :func:`~scaleout.moe.deepep_routing` of ``m.ep`` ranks in
-    nodes of ``net.gpus_per_node``)."""
+def price_normal(m: AllToAllMeasurement, gpu=None, *, machine=H800_NETWORK) -> NormalPrice:
+    """Price normal row ``m`` on ``machine`` (as in :func:`price_low_latency`): the two-hop
+    dispatch (or, for a combine, the same bytes back) of ``gpu`` (default
+    :func:`~scaleout.moe.deepep_routing` of ``m.ep`` ranks in nodes of
+    ``machine.gpus_per_node``)."""
     checks.instance("m", m, AllToAllMeasurement)
-    checks.instance("net", net, Network)
+    net = as_network(machine)
     if m.kernel != "normal":
         raise checks.fail("m", "a normal-kernel row", m.kernel)
     if gpu is None:
@@ -222,7 +226,7 @@ def price_normal(m: AllToAllMeasurement, net: Network = H800_NETWORK, gpu=None) 
                           m.ep)  # fmt: skip
     # the routing has t / ep tokens per rank; it stands for m.tokens_per_rank of them
     per_copy = counted_copy_bytes(m) * m.tokens_per_rank / (t // m.ep)
-    model = two_hop_time(gpu, m.ep, net, per_copy)
+    model = two_hop_time(gpu, m.ep, per_copy, machine=net)
     hit = np.zeros((t, m.ep), dtype=bool)
     rows = np.repeat(np.arange(t), gpu.shape[1])
     hit[rows[gpu.ravel() >= 0], gpu.ravel()[gpu.ravel() >= 0]] = True

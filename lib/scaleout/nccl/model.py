@@ -25,7 +25,7 @@ import numpy as np
 from .. import checks, costmodel
 from . import constants as C
 from . import p2p
-from .topo import PRESETS, Topology
+from .topo import Topology, _as_topology
 from .tuning import Table, fastest, tune_model
 
 COLLECTIVES = ("allreduce", "allgather", "reducescatter", "broadcast", "reduce")
@@ -38,16 +38,14 @@ MAX_BYTES = 2.0**50
 MAX_SIZES = 2**20
 
 
-def _topo(topo) -> Topology:
-    if isinstance(topo, str):
-        checks.choice("topo", topo, tuple(PRESETS))
-        return PRESETS[topo]
-    return checks.instance("topo", topo, Topology, "a Topology or a preset name")
+def _topo(machine) -> Topology:
+    return _as_topology(machine)
 
 
-def table(topo) -> Table:
-    """NCCL's model for ``topo`` (cached: topologies are immutable)."""
-    return _table(_topo(topo))
+def table(*, machine) -> Table:
+    """NCCL's model for ``machine`` (a Topology, a Machine or a preset name; cached:
+    topologies are immutable)."""
+    return _table(_topo(machine))
 
 
 @functools.lru_cache(maxsize=512)
@@ -86,18 +84,20 @@ class Tuning:
         return float(self.latency_us[a, p]), float(self.algbw_gb_per_s[a, p])
 
 
-def tune(collective: str, topo) -> Tuning:
-    """NCCL's latency and bandwidth of every (algorithm, protocol) for ``collective``."""
+def tune(collective: str, *, machine) -> Tuning:
+    """NCCL's latency and bandwidth of every (algorithm, protocol) for ``collective`` on
+    ``machine`` (a Topology, a Machine or a preset name)."""
     checks.choice("collective", collective, COLLECTIVES)
-    t = table(_topo(topo))
+    t = table(machine=machine)
     f = _FUNC[collective]
     return Tuning(collective, t.comm.topo, t.latency_us[f].copy(), t.algbw_gb_per_s[f].copy(),
                   t.comm.nchannels, t.comm.graphs)  # fmt: skip
 
 
-def tuning_text(topo) -> str:
-    """The tuning table as NCCL prints it (``tuning.cc:476-516``), one line per row."""
-    t = table(_topo(topo))
+def tuning_text(*, machine) -> str:
+    """The tuning table of ``machine`` as NCCL prints it (``tuning.cc:476-516``), one line
+    per row."""
+    t = table(machine=machine)
     lines = []
     for block in range(3):
         algos = [a for a in range(3 * block, 3 * block + 3) if a < 7]
@@ -167,25 +167,25 @@ def _names(names, allowed, what):
     return tuple(allowed.index(checks.choice(what, n, allowed)) for n in names)
 
 
-def predict(collective: str, nbytes, topo, algorithm=None, protocol=None) -> Prediction:
-    """What NCCL does with ``nbytes`` (a size or an array of sizes) on ``topo`` (a
-    :class:`~scaleout.nccl.topo.Topology` or a preset name); ``algorithm`` and
-    ``protocol`` (a name or a tuple of names) restrict the choice like NCCL_ALGO and
-    NCCL_PROTO."""
+def predict(collective: str, nbytes, algorithm=None, protocol=None, *, machine) -> Prediction:
+    """What NCCL does with ``nbytes`` (a size or an array of sizes) on ``machine`` (a
+    :class:`~scaleout.nccl.topo.Topology`, a :class:`scaleout.machine.Machine` or a preset
+    name); ``algorithm`` and ``protocol`` (a name or a tuple of names) restrict the choice
+    like NCCL_ALGO and NCCL_PROTO."""
     checks.choice("collective", collective, ALL_COLLECTIVES)
-    topo = _topo(topo)
+    topo = _topo(machine)
     sizes = _sizes(nbytes)
     flat = sizes.ravel()
     if collective == "alltoall":
         if algorithm is not None or protocol is not None:
             raise checks.fail("algorithm", "None for alltoall (NCCL has no choice)", algorithm)
-        us = p2p.alltoall_us(topo, flat)
+        us = p2p.alltoall_us(flat, machine=topo)
         alg = np.full(flat.shape, "p2p", dtype=object)
         proto = np.where(flat / topo.ranks <= p2p.P2P_LL_THRESHOLD, "ll", "simple").astype(object)
     else:
         algos = _names(algorithm, ALGORITHMS, "algorithm")
         protos = _names(protocol, PROTOCOLS, "protocol")
-        a, p, us = fastest(table(topo), _FUNC[collective], flat, algos, protos)
+        a, p, us = fastest(table(machine=topo), _FUNC[collective], flat, algos, protos)
         if np.any(a < 0):
             raise ValueError(
                 f"no algorithm/protocol among {algorithm or 'all'}/{protocol or 'all'} can "
@@ -207,15 +207,16 @@ def predict(collective: str, nbytes, topo, algorithm=None, protocol=None) -> Pre
                       out(busbw))  # fmt: skip
 
 
-def collective_seconds(collective: str, nbytes, gpus_per_node: int, nodes: int, topo="dgx-h100"):
+def collective_seconds(collective: str, nbytes, gpus_per_node: int, nodes: int, *,
+                       machine="dgx-h100"):  # fmt: skip
     """Seconds NCCL takes for ``collective`` of ``nbytes`` (vectorised) over a group of
-    ``gpus_per_node`` GPUs on each of ``nodes`` servers of ``topo`` (a preset name or a
-    Topology whose ``nodes`` is at least ``nodes``). The group keeps the servers' links
+    ``gpus_per_node`` GPUs on each of ``nodes`` servers of ``machine`` (a preset name, a
+    Machine or a Topology whose ``nodes`` is at least ``nodes``). The group keeps the servers' links
     and the NICs of its GPUs (:meth:`~scaleout.nccl.topo.Topology.group`)."""
     checks.choice("collective", collective, ALL_COLLECTIVES)
-    base = _topo(topo)
+    base = _topo(machine)
     checks.integer("nodes", nodes, 1, 65536)
     # group on one node, then place it on ``nodes``: the group's GPUs, not the servers'
     # (a group of one GPU per server on 16,384 DGX servers is 16,384 ranks, not 131,072)
     group = base.group(gpus_per_node, 1).with_(nodes=nodes)
-    return predict(collective, nbytes, group).seconds
+    return predict(collective, nbytes, machine=group).seconds

@@ -34,24 +34,25 @@ import numpy as np
 from .. import checks
 from . import constants as C
 from .search import compute
-from .topo import Topology, check_topology
+from .topo import Topology, _as_topology
 
 P2P_LL_THRESHOLD = int(C.value("p2p_ll_threshold"))  # bytes per peer (enqueue.cc:783)
 
 
-def nvlink_gb_per_s(topo: Topology) -> float:
-    """What one GPU pushes to its node's peers: the single-node ring's channels x speed."""
-    topo = check_topology("topo", topo)
+def nvlink_gb_per_s(*, machine) -> float:
+    """What one GPU of ``machine`` (a Topology, a Machine or a preset name) pushes to its
+    node's peers: the single-node ring's channels x speed."""
+    topo = _as_topology(machine)
     one = topo.with_(nodes=1, gpus_per_node=max(topo.gpus_per_node, 2), nics_per_node=0,
                      nvls=False, collnet=False, switch_gpus=1)  # fmt: skip
     ring = compute(one, "ring", 1, int(C.value("max_channels")) // 2)
     return float(ring.channels * ring.bw_intra)
 
 
-def network_gb_per_s(topo: Topology, concurrent: bool = True) -> float:
-    """What one GPU sends across nodes: ``min(PCIe, NIC)`` per NIC on its rail (the
-    node's NICs shared by its GPUs when they all send at once)."""
-    topo = check_topology("topo", topo)
+def network_gb_per_s(concurrent: bool = True, *, machine) -> float:
+    """What one GPU of ``machine`` sends across nodes: ``min(PCIe, NIC)`` per NIC on its
+    rail (the node's NICs shared by its GPUs when they all send at once)."""
+    topo = _as_topology(machine)
     checks.boolean("concurrent", concurrent)
     k, g = topo.nics_per_node, topo.gpus_per_node
     if k == 0:
@@ -70,22 +71,25 @@ def _latency_us(topo: Topology, per_peer_bytes: np.ndarray, remote_peers: int) -
     return lat
 
 
-def sendrecv_us(topo: Topology, nbytes: np.ndarray, same_node: bool) -> np.ndarray:
-    """One send of ``nbytes`` from one GPU to another, inside a node or across nodes."""
-    topo = check_topology("topo", topo)
+def sendrecv_us(nbytes: np.ndarray, same_node: bool, *, machine) -> np.ndarray:
+    """One send of ``nbytes`` from one GPU of ``machine`` to another, inside a node or
+    across nodes."""
+    topo = _as_topology(machine)
     nbytes = _bytes(nbytes)
     if not checks.boolean("same_node", same_node) and topo.nics_per_node == 0:
         raise checks.fail("same_node", "True on a machine without NICs", same_node)
-    bw = nvlink_gb_per_s(topo) if same_node else network_gb_per_s(topo, concurrent=False)
+    bw = (nvlink_gb_per_s(machine=topo) if same_node
+          else network_gb_per_s(concurrent=False, machine=topo))  # fmt: skip
     lat = _latency_us(topo, nbytes, 0 if same_node else 1)
     factor = np.where(nbytes <= P2P_LL_THRESHOLD, 1 / C.value("ring_ll_factor"), 1.0)
     return lat + nbytes * factor / (1000 * bw)
 
 
-def alltoall_us(topo: Topology, nbytes: np.ndarray) -> np.ndarray:
-    """All-to-all where each of the ``n`` ranks sends ``nbytes`` in total (``nbytes / n``
-    to each rank, itself included), as nccl-tests' alltoall_perf counts size."""
-    topo = check_topology("topo", topo)
+def alltoall_us(nbytes: np.ndarray, *, machine) -> np.ndarray:
+    """All-to-all where each of the ``n`` ranks of ``machine`` sends ``nbytes`` in total
+    (``nbytes / n`` to each rank, itself included), as nccl-tests' alltoall_perf counts
+    size."""
+    topo = _as_topology(machine)
     nbytes = _bytes(nbytes)
     g, n = topo.gpus_per_node, topo.ranks
     if n == 1:
@@ -93,14 +97,14 @@ def alltoall_us(topo: Topology, nbytes: np.ndarray) -> np.ndarray:
     share = nbytes / n
     remote = n - g
     if remote and topo.nics_per_node == 0:  # no path off the node: not a finite time
-        raise checks.fail("topo", "a multi-node topology with NICs (an all-to-all crosses "
+        raise checks.fail("machine", "a multi-node topology with NICs (an all-to-all crosses "
                           "nodes)", f"{topo.name} with nics_per_node=0")  # fmt: skip
     inter = share * remote
     pxn = (g - 1) / g if topo.nics_per_node >= g else 0.0
     intra = share * (g - 1) + inter * pxn
     factor = np.where(share <= P2P_LL_THRESHOLD, 1 / C.value("ring_ll_factor"), 1.0)
-    t_nvl = intra * factor / (1000 * nvlink_gb_per_s(topo)) if g > 1 else 0.0 * nbytes
-    t_net = inter * factor / (1000 * network_gb_per_s(topo)) if remote else 0.0 * nbytes
+    t_nvl = intra * factor / (1000 * nvlink_gb_per_s(machine=topo)) if g > 1 else 0.0 * nbytes
+    t_net = inter * factor / (1000 * network_gb_per_s(machine=topo)) if remote else 0.0 * nbytes
     return checks.finite_result("alltoall_us", _latency_us(topo, share, remote)
                                 + np.maximum(t_nvl, t_net))  # fmt: skip
 

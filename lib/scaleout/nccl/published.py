@@ -193,7 +193,7 @@ def alltoall_rows() -> list[dict]:
 def _rows(measurements) -> list[dict]:
     out = []
     for m in measurements:
-        p = predict(m.collective, m.nbytes, m.topo, algorithm=m.algorithm)
+        p = predict(m.collective, m.nbytes, algorithm=m.algorithm, machine=m.topo)
         value = p.busbw_gb_per_s if m.kind == "busbw" else p.seconds * 1e6
         out.append({
             "label": m.label, "kind": m.kind, "measured": m.measured, "predicted": value,

@@ -155,6 +155,19 @@ def check_topology(name: str, value) -> Topology:
     return checks.instance(name, value, Topology, "a Topology (see nccl.topology)")
 
 
+def _as_topology(machine, name: str = "machine") -> Topology:
+    """The topology of ``machine``: a :class:`Topology`, a name of :data:`PRESETS` or a
+    :class:`scaleout.machine.Machine` (its ``topology``, read by attribute since
+    :mod:`scaleout.machine` imports this package): what :func:`scaleout.machine.as_topology`
+    accepts, for the functions of this package that take ``machine=``."""
+    if isinstance(machine, str):
+        return PRESETS[checks.choice(name, machine, tuple(PRESETS))]
+    inner = getattr(machine, "topology", None)
+    if isinstance(inner, Topology) and not isinstance(machine, Topology):
+        return inner
+    return checks.instance(name, machine, Topology, "a Topology, a Machine or a preset name")
+
+
 def _system(name: str) -> hardware.System:
     return hardware.system(name)
 

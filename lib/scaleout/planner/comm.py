@@ -51,7 +51,7 @@ def _collective(cluster: Cluster, name: str, nbytes: float, per_node: int, nodes
     if per_node * nodes == 1 or nbytes <= 0:
         return 0.0
     topo = cluster.topo(max(nodes, 1))
-    return float(nccl.collective_seconds(name, float(nbytes), per_node, nodes, topo))
+    return float(nccl.collective_seconds(name, float(nbytes), per_node, nodes, machine=topo))
 
 
 def _tp_group(cluster: Cluster, t: int) -> tuple[int, int]:
@@ -155,7 +155,7 @@ def pp_seconds(cluster: Cluster, b: int, s: int, h: int, t: int, d: int, sp: boo
     across = t * d >= g and cluster.gpus > g
     topo = cluster.topo(2 if across else 1)
     split = sp or scatter_gather
-    send = float(p2p.sendrecv_us(topo, n / t if split else n, same_node=not across)) * 1e-6
+    send = float(p2p.sendrecv_us(n / t if split else n, same_node=not across, machine=topo)) * 1e-6
     gather = 0.0
     if scatter_gather and not sp and t > 1:
         per, nodes = _tp_group(cluster, t)

@@ -114,7 +114,7 @@ def price(spec: CP, model, cluster, plan) -> PricedCP:
     blocks = tuple(work / (seq * (seq + 1) / 2))  # in units of one FlashAttention at seq / cp
     head_dim = model.hidden // model.heads
     kv = plan.b * seq * 2 * model.g * head_dim * 2 / plan.t  # bytes of K and V, bf16
-    kv_s = CPM.transfer_seconds("p2p", kv, cp, cluster.topo(1), stride=plan.t)
+    kv_s = CPM.transfer_seconds("p2p", kv, cp, stride=plan.t, machine=cluster.topo(1))
     return PricedCP(lt.seconds("forward"), lt.seconds("backward"), share["forward"][0],
                     share["backward"][0], share["forward"][1], share["backward"][1], blocks,
                     kv_s, 2 * kv_s)  # fmt: skip

@@ -122,7 +122,7 @@ def price(spec: MoE, model, cluster, plan) -> Priced:
     tokens = plan.b * model.seq / plan.t
     dp = M.expected_plan(tokens, spec.top_k, spec.ep, model.hidden * spec.dispatch_bytes,
                          spec.experts)  # fmt: skip
-    a2a = M.layer_alltoall(dp, net, model.hidden * spec.combine_bytes)
+    a2a = M.layer_alltoall(dp, model.hidden * spec.combine_bytes, machine=net)
     return Priced(share["forward"], share["backward"], a2a.dispatch, a2a.combine,
                   a2a.dispatch_backward, a2a.combine_backward, per_node)  # fmt: skip
 

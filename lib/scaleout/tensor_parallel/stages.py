@@ -114,7 +114,9 @@ def stage_transfer_seconds(
     if topo.nics_per_node == 0:
         raise checks.fail("machine", "a machine with NICs (the stages sit on two servers)",
                           topo.name)  # fmt: skip
-    full, part = p2p.sendrecv_us(topo, [st.per_rail_full, st.per_rail_scatter_gather], False)
+    full, part = p2p.sendrecv_us(
+        [st.per_rail_full, st.per_rail_scatter_gather], False, machine=topo
+    )
     gather = collective_seconds("allgather", st.tensor_bytes, st.t, machine=topo)
     return float(full * 1e-6), float(part * 1e-6 + gather)
 

@@ -245,7 +245,9 @@ def _nccl_seconds(collective: str, n: np.ndarray, t: int, topo: nccl.Topology) -
     seconds = np.zeros(n.shape)
     sent = n > 0  # an empty collective costs nothing (NCCL returns at once)
     if np.any(sent):
-        seconds[sent] = nccl.collective_seconds(collective, n[sent], per_server, servers, topo)
+        seconds[sent] = nccl.collective_seconds(
+            collective, n[sent], per_server, servers, machine=topo
+        )
     return seconds
 
 

@@ -107,11 +107,12 @@ def nccl_machine(gpus_per_server: int, nvlink_generation: int, nic_gbit_per_s: f
     return M.from_links(gpus_per_server, gen.preset, "nic-400g").topology.with_(nic_gbps=nic)
 
 
-def nccl_allreduce_scenarios(servers: int, machine, nbytes: float = 1e9) -> dict:
+def nccl_allreduce_scenarios(servers: int, nbytes: float = 1e9, *, machine) -> dict:
     """What NCCL's cost model (:func:`scaleout.nccl.model.predict`, release
     :data:`scaleout.nccl.constants.RELEASE`) predicts for the two cross-server all-reduces of
     :func:`allreduce_scenarios` that NCCL runs, on ``servers`` servers of ``machine`` (an
-    :class:`scaleout.nccl.topo.Topology` or a preset name; its ``gpus_per_node`` is g), ``nbytes``
+    :class:`scaleout.nccl.topo.Topology`, a :class:`scaleout.machine.Machine` or a preset name;
+    its ``gpus_per_node`` is g), ``nbytes``
     per GPU: label (``NCCL_SCENARIOS``) -> :class:`scaleout.nccl.model.Prediction`.
 
     1. "on the rails": one communicator per local rank, the same-rank GPUs of every server,
@@ -133,5 +134,5 @@ def nccl_allreduce_scenarios(servers: int, machine, nbytes: float = 1e9) -> dict
     n = checks.positive("nbytes", nbytes, nccl.model.MAX_BYTES)
     cluster = base.with_(nodes=s)
     groups = (cluster.group(1, s), cluster)
-    return {name: nccl.predict("allreduce", n, topo)
+    return {name: nccl.predict("allreduce", n, machine=topo)
             for name, topo in zip(NCCL_SCENARIOS, groups, strict=True)}  # fmt: skip

@@ -123,16 +123,18 @@ def rails_animation(gpus: int = 8, nics: int = 8) -> go.Figure:
                      legend=dict(orientation="h", y=-0.1))  # fmt: skip
 
 
-def busbw_figure(topo, collective: str = "allreduce", sizes=None) -> go.Figure:
-    """Bus bandwidth against size for every algorithm NCCL can run here (each with its
+def busbw_figure(collective: str = "allreduce", sizes=None, *, machine) -> go.Figure:
+    """Bus bandwidth against size for every algorithm NCCL can run on ``machine`` (a
+    Topology, a :class:`scaleout.machine.Machine` or a preset name; each algorithm with its
     best protocol), and the one NCCL picks (markers). From :func:`scaleout.nccl.model.predict`."""
+    topo = N.model._topo(machine)
     sizes = SIZES if sizes is None else _check_sizes(sizes)
     checks.choice("collective", collective, N.COLLECTIVES)
     fig = new_figure()
-    chosen = N.predict(collective, sizes, topo)
+    chosen = N.predict(collective, sizes, machine=topo)
     for algo in N.ALGORITHMS:
         try:
-            p = N.predict(collective, sizes, topo, algorithm=algo)
+            p = N.predict(collective, sizes, algorithm=algo, machine=topo)
         except ValueError:
             continue  # NCCL cannot run this algorithm here
         fig.add_scatter(x=sizes, y=p.busbw_gb_per_s, mode="lines", name=algo.replace("_", " "),
@@ -158,19 +160,20 @@ def busbw_figure(topo, collective: str = "allreduce", sizes=None) -> go.Figure:
     return fig
 
 
-def choice_map(topo, nodes: Sequence[int], collective: str = "allreduce", sizes=None):
-    """The (algorithm, protocol) NCCL picks for each size (x) and node count (y)."""
+def choice_map(nodes: Sequence[int], collective: str = "allreduce", sizes=None, *, machine):
+    """The (algorithm, protocol) NCCL picks for each size (x) and node count (y) of
+    ``machine``'s servers (as in :func:`busbw_figure`)."""
     sizes = SIZES if sizes is None else _check_sizes(sizes)
     if not isinstance(nodes, list | tuple):
         raise checks.fail("nodes", "a list of node counts", nodes)
     nodes = [checks.integer("nodes", n, 1, 8192) for n in nodes]
     if not nodes:
         raise checks.fail("nodes", "a non-empty list of node counts", nodes)
-    base = N.model._topo(topo)
+    base = N.model._topo(machine)
     pairs = [f"{a}/{p}" for a in N.ALGORITHMS for p in N.PROTOCOLS]
     z, text = [], []
     for n in nodes:
-        pred = N.predict(collective, sizes, base.with_(nodes=n))
+        pred = N.predict(collective, sizes, machine=base.with_(nodes=n))
         keys = [f"{a}/{p}" for a, p in zip(pred.algorithm, pred.protocol, strict=True)]
         z.append([pairs.index(k) for k in keys])
         text.append(keys)
