@@ -45,6 +45,7 @@ def test_every_table_run_is_its_csv_rows_and_every_row_is_used():
                 "v": plan.v,
                 "d": plan.d,
                 "torch_ddp": int(plan.dp_overlap),
+                "zero": plan.zero,
                 "nics_per_node": r.cluster.nics_per_node,
                 "nic_gbps": r.cluster.nic_gbps,
                 "tflops": r.measured,

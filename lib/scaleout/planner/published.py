@@ -19,6 +19,13 @@ benchmark publish seconds per iteration.
   Nemotron-4 340B (NVIDIA 2024, Table 2), NVIDIA's DGXC benchmark of Nemotron-4 340B (NGC
   catalog, release 24.11).
 
+Every number of these runs is a row of ``scaleout/data`` (:func:`scaleout.data.load`): the
+runs' measurements and plans in ``planner_runs.csv`` (setting ``run``, ``field``), the figure
+readings in ``planner_figures.csv``, the shapes of the models defined here in
+``planner_models.csv``; each row names its bibliography key, locator and kind (an assumed
+field says why). What stays in code: the split (:data:`T1_FIT`), the software of each plan
+(precision, recomputation, overlap), the alternatives tried and the provenance strings.
+
 Where a source does not give a plan field (the chunks v of Llama 3 and Nemotron-4, the
 interleaving of Table 2, MT-NLG's micro-batch) the run lists the plausible values
 (``alternatives``): it belongs to the *assumption-dependent* group, and every error
@@ -251,7 +258,7 @@ def _mtnlg() -> list[Run]:
     out = []
     for r in _run_names("MT-NLG "):
         t, p, n, b = (_int(r, f) for f in ("t", "p", "gpus", "micro_batch"))
-        plan, alt = (Plan(t, p, n // (t * p), bb, zero=1, dp_overlap=False,
+        plan, alt = (Plan(t, p, n // (t * p), bb, zero=_int(r, "zero"), dp_overlap=False,
                           precision="megatron-bf16", flash=False)
                      for bb in (b, _MTNLG_ALT_B))  # fmt: skip
         out.append(Run(f"MT-NLG {n}", MT530, _selene(n), _int(r, "batch"), plan,
@@ -270,7 +277,7 @@ def _bloom() -> list[Run]:
     n = _int(r, "gpus")
     jean_zay = Cluster(f"{n} A100 (Jean Zay)", n, nics_per_node=_int(r, "nics_per_node"),
                        nic_gbps=_num(r, "nic_gbps"))  # fmt: skip
-    plan = Plan(*(_int(r, f) for f in ("t", "p", "d", "micro_batch")), zero=1,
+    plan = Plan(*(_int(r, f) for f in ("t", "p", "d", "micro_batch")), zero=_int(r, "zero"),
                 dp_overlap=False, precision="megatron-bf16", flash=False)  # fmt: skip
     return [
         Run(
@@ -290,13 +297,13 @@ def _bloom() -> list[Run]:
 
 
 NEMOTRON4_340B = _model("Nemotron-4-340B", tied_embeddings=False, positions=False)
-H100_RUN = dict(sp=True, overlap="megatron", precision="megatron-bf16", flash=True, zero=1,
-                recompute="none")  # fmt: skip
+H100_RUN = dict(sp=True, overlap="megatron", precision="megatron-bf16", flash=True,
+                zero=_int("Nemotron-4 340B 6144", "zero"), recompute="none")  # fmt: skip
 #: Llama 3's plan fields. Its FSDP (dubey2024llama3, Sec. 3.3.2) shards optimizer states
 #: and gradients and keeps the weights gathered after the forward (ZeRO-2), gradients
 #: reduce-scattered in fp32 (4 B, Megatron's bf16 accounting), 8K sequences without
 #: activation checkpointing.
-LLAMA3_RUN = dict(H100_RUN, zero=2)
+LLAMA3_RUN = dict(H100_RUN, zero=_int("Llama 3 8192", "zero"))
 #: The chunks v tried where the sources do not give them. Both runs use an interleaved
 #: schedule (Llama 3 Sec. 3.3.2 and Fig. 6; Nemotron-4 Sec. 3.1), and 8 layers per stage
 #: allow 2, 4, 8.
@@ -317,7 +324,8 @@ def _h100() -> list[Run]:
     out = []
     for r in _run_names("Llama 3 "):
         t, p, n, d, b = (_int(r, f) for f in ("t", "p", "gpus", "d", "micro_batch"))
-        plan, *alts = (Plan(t, p, d, b, v, **LLAMA3_RUN) for v in _vs_order(_int(r, "v")))
+        sw = dict(LLAMA3_RUN, zero=_int(r, "zero"))
+        plan, *alts = (Plan(t, p, d, b, v, **sw) for v in _vs_order(_int(r, "v")))
         out.append(Run(f"Llama 3 {n}", LLAMA3_405B, h100_cluster(n), _int(r, "batch"), plan,
                        _int(r, "tflops"), "model", "held-out", "Llama 3 405B GPUs",
                        "dubey2024llama3 Table 4, Sec. 3.3.2",
@@ -325,7 +333,8 @@ def _h100() -> list[Run]:
                        alternatives=tuple(alts)))  # fmt: skip
     r = "Nemotron-4 340B 6144"
     t, p, n, d, b = (_int(r, f) for f in ("t", "p", "gpus", "d", "micro_batch"))
-    plan, *alts = (Plan(t, p, d, b, v, **H100_RUN) for v in _vs_order(_int(r, "v")))
+    sw = dict(H100_RUN, zero=_int(r, "zero"))
+    plan, *alts = (Plan(t, p, d, b, v, **sw) for v in _vs_order(_int(r, "v")))
     out.append(Run(r, NEMOTRON4_340B, h100_cluster(n), _int(r, "batch"), plan,
                    _num(r, "seconds"), "seconds", "held-out", "Nemotron-4 340B",
                    "nvidia2024nemotron Table 2",
@@ -333,7 +342,8 @@ def _h100() -> list[Run]:
                    alternatives=tuple(alts)))  # fmt: skip
     r = "Nemotron-4 340B DGXC 128"
     n = _int(r, "gpus")
-    plan = Plan(*(_int(r, f) for f in ("t", "p", "d", "micro_batch", "v")), **H100_RUN)
+    sw = dict(H100_RUN, zero=_int(r, "zero"))
+    plan = Plan(*(_int(r, f) for f in ("t", "p", "d", "micro_batch", "v")), **sw)
     out.append(Run(r, NEMOTRON4_340B, h100_cluster(n), _int(r, "batch"), plan,
                    _num(r, "seconds"), "seconds", "fit", "Nemotron-4 340B DGXC",
                    "nvidiadgxc2024nemotron (NGC DGXC benchmarking, 24.11, BF16)",
