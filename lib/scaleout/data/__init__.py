@@ -46,7 +46,6 @@ UNITS = (
     "steps", "QPs", "parameters", "interruptions", "restarts", "hosts",
     "ms", "us", "ns", "samples/s", "tokens/s", "tokens", "layers", "heads", "GiB", "MiB", "KiB",
     "ratio", "x", "GPU-hours", "MB/s", "TB", "PFLOP/s",
-    "sequences",  # planner_runs.csv: global and micro-batches
 )  # fmt: skip
 INTEGRAL_UNITS = ("count", "year", "generation")
 #: The files of this package (names without ``.csv``): every ``*.csv`` beside this module.
