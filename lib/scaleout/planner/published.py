@@ -19,6 +19,13 @@ benchmark publish seconds per iteration.
   Nemotron-4 340B (NVIDIA 2024, Table 2), NVIDIA's DGXC benchmark of Nemotron-4 340B (NGC
   catalog, release 24.11).
 
+Every number of these runs is a row of ``scaleout/data`` (``scaleout.data.load``): the
+runs' measurements and plans in ``planner_runs.csv`` (setting ``run``, ``field``), the figure
+readings in ``planner_figures.csv``, the shapes of the models defined here in
+``planner_models.csv``; each row names its bibliography key, locator and kind (an assumed
+field says why). What stays in code: the split (:data:`T1_FIT`), the software of each plan
+(precision, recomputation, overlap), the alternatives tried and the provenance strings.
+
 Where a source does not give a plan field (the chunks v of Llama 3 and Nemotron-4, the
 interleaving of Table 2, MT-NLG's micro-batch) the run lists the plausible values
 (``alternatives``): it belongs to the *assumption-dependent* group, and every error
@@ -45,7 +52,7 @@ from __future__ import annotations
 import functools
 from dataclasses import dataclass
 
-from .. import checks
+from .. import checks, data
 from .. import overlap as OV
 from .model import GPT3, LLAMA3_405B, Cluster, Model, a100_cluster, model_from_table
 from .step import Plan
@@ -124,19 +131,49 @@ def _selene(gpus: int) -> Cluster:
     return a100_cluster(gpus)
 
 
+def _integral(what: str, x: float) -> int:
+    if x != int(x):
+        raise ValueError(f"{what} must be a whole number in the data, got {x!r}")
+    return int(x)
+
+
+@functools.lru_cache(maxsize=1)
+def _run_rows() -> dict:
+    """``data/planner_runs.csv`` by (run, field): every published number of the runs."""
+    return {(v.get("run"), v.get("field")): v for v in data.load("planner_runs")}
+
+
+def _num(run: str, field: str) -> float:
+    return _run_rows()[(run, field)].value
+
+
+def _int(run: str, field: str) -> int:
+    return _integral(f"{run} {field}", _num(run, field))
+
+
+def _run_names(prefix: str) -> tuple:
+    """The runs of ``data/planner_runs.csv`` whose name starts with ``prefix``, in file order."""
+    return tuple(dict.fromkeys(r for r, _ in _run_rows() if r.startswith(prefix)))
+
+
+def _model(name: str, **kw) -> Model:
+    """Model ``name`` with the shape fields ``data/planner_models.csv`` gives it."""
+    fields = {v.get("field"): _integral(f"{name} {v.get('field')}", v.value)
+              for v in data.load("planner_models") if v.get("model") == name}  # fmt: skip
+    return Model(name, **fields, **kw)
+
+
 SC21 = dict(recompute="full", precision="megatron-fp16", flash=False, overlap="none")
-_T1 = (  # name, t, p, GPUs, B, TFLOP/s, micro-batch, v, torch DDP (overlapped), split
-    ("1.7B", 1, 1, 32, 512, 137, 16, 1, True, "fit"),
-    ("3.6B", 2, 1, 64, 512, 138, 16, 1, True, "held-out"),
-    ("7.5B", 4, 1, 128, 512, 142, 16, 1, True, "held-out"),
-    ("18.4B", 8, 1, 256, 1024, 135, 8, 1, True, "fit"),
-    ("39.1B", 8, 2, 512, 1536, 138, 4, 1, False, "held-out"),
-    ("76.1B", 8, 4, 1024, 1792, 140, 2, 3, False, "held-out"),
-    ("145.6B", 8, 8, 1536, 2304, 148, 2, 2, False, "fit"),
-    ("310.1B", 8, 16, 1920, 2160, 155, 1, 2, False, "held-out"),
-    ("529.6B", 8, 35, 2520, 2520, 163, 1, 3, False, "held-out"),
-    ("1T", 8, 64, 3072, 3072, 163, 1, 1, False, "fit"),
-)
+#: The Table 1 rows the calibration is fitted on (every other run is held out).
+T1_FIT = ("1.7B", "18.4B", "145.6B", "1T")
+# name, t, p, GPUs, B, TFLOP/s, micro-batch, v, torch DDP (overlapped), split: the rows
+# "T1 <name>" of data/planner_runs.csv
+_T1 = tuple(
+    (r[3:], _int(r, "t"), _int(r, "p"), _int(r, "gpus"), _int(r, "batch"), _int(r, "tflops"),
+     _int(r, "micro_batch"), _int(r, "v"), bool(_int(r, "torch_ddp")),
+     "fit" if r[3:] in T1_FIT else "held-out")
+    for r in _run_names("T1 ")
+)  # fmt: skip
 SC21_SOURCE = ("narayanan2021megatron Table 1; micro-batch, interleaving, DDP, fp16: "
                "megatronsc21 (examples/sc21/run_table_1.sh)")  # fmt: skip
 
@@ -152,28 +189,31 @@ def _table1() -> list[Run]:
 
 
 MT530 = model_from_table("529.6B")
+#: Where Table 2's split of the model-parallel size and its interleaving come from.
+_T2_WHY = {
+    GPT3.name: "the paper's GPT-3 runs on p = 12 (run_figure_12.sh: 2 layers per virtual stage)",
+    MT530.name: "Table 1's 529.6B row (run_table_1.sh)",
+}
 
 
 def _table2() -> list[Run]:
     out = []
-    for model, t, p, v, why, batch, rows in (
-        (GPT3, 8, 12, 4, "the paper's GPT-3 runs on p = 12 (run_figure_12.sh: 2 layers per "
-         "virtual stage)", 1536, ((384, 153), (768, 149), (1536, 141))),
-        (MT530, 8, 35, 3, "Table 1's 529.6B row (run_table_1.sh)", 2240,
-         ((560, 171), (1120, 167), (2240, 159))),
-    ):  # fmt: skip
-        for n, x in rows:
-            plan = Plan(t, p, n // (t * p), 1, v, dp_overlap=False, **SC21)
-            alt = Plan(t, p, n // (t * p), 1, 1, dp_overlap=False, **SC21)
-            out.append(Run(f"T2 {model.name} {n}", model, _selene(n), batch, plan, x, "eq3",
-                           "held-out", f"Narayanan Table 2, {model.name}",
-                           "narayanan2021megatron Table 2 (PTD-P rows)",
-                           f"v = {v} as {why}; or v = 1", alternatives=(alt,)))  # fmt: skip
+    models = {GPT3.name: GPT3, MT530.name: MT530}
+    for r in _run_names("T2 "):
+        model = models[r[3:].rsplit(" ", 1)[0]]
+        t, p, v, n, batch = (_int(r, f) for f in ("t", "p", "v", "gpus", "batch"))
+        plan = Plan(t, p, n // (t * p), _int(r, "micro_batch"), v, dp_overlap=False, **SC21)
+        alt = Plan(t, p, n // (t * p), _int(r, "micro_batch"), 1, dp_overlap=False, **SC21)
+        out.append(Run(f"T2 {model.name} {n}", model, _selene(n), batch, plan,
+                       _int(r, "tflops"), "eq3", "held-out", f"Narayanan Table 2, {model.name}",
+                       "narayanan2021megatron Table 2 (PTD-P rows)",
+                       f"v = {v} as {_T2_WHY[model.name]}; or v = 1",
+                       alternatives=(alt,)))  # fmt: skip
     return out
 
 
 KORTHIKANTI_MODELS = {
-    "22B": Model("22B", 48, 6144, 64),
+    "22B": _model("22B"),
     "175B": GPT3,
     "530B": MT530,
     "1T": model_from_table("1T"),
@@ -183,12 +223,13 @@ KORTHIKANTI_MODELS = {
 #: transcription sets ``"tensor_par_overlap": "none"``; the paper and Megatron-LM's code of
 #: the time overlap the backward collectives: see :data:`scaleout.overlap.MEGATRON_2022`.)
 K5_TP = OV.MEGATRON_2022
-_K5 = (  # model, t, p, GPUs, B, micro-batch, v, full-recompute s, selective+SP s
-    ("22B", 8, 1, 8, 4, 4, 1, 1.42, 1.10),
-    ("175B", 8, 8, 64, 64, 1, 3, 18.13, 13.75),
-    ("530B", 8, 35, 280, 280, 1, 3, 49.05, 37.83),
-    ("1T", 8, 64, 512, 512, 1, 1, 94.42, 71.49),
-)
+# model, t, p, GPUs, B, micro-batch, v, full-recompute s, selective+SP s: the rows
+# "K5 <model>" of data/planner_runs.csv
+_K5 = tuple(
+    (r[3:], *(_int(r, f) for f in ("t", "p", "gpus", "batch", "micro_batch", "v")),
+     _num(r, "seconds_full"), _num(r, "seconds_selective"))
+    for r in _run_names("K5 ")
+)  # fmt: skip
 
 
 def _korthikanti() -> list[Run]:
@@ -208,32 +249,44 @@ def _korthikanti() -> list[Run]:
     return out
 
 
+#: The micro-batches MT-NLG's runs are priced at (the source does not give it): the
+#: data's nominal b first, then this one.
+_MTNLG_ALT_B = 2
+
+
 def _mtnlg() -> list[Run]:
     out = []
-    for n, seconds in ((2240, 60.1), (2800, 50.2), (3360, 44.4)):
-        plan, alt = (Plan(8, 35, n // 280, b, zero=1, dp_overlap=False,
-                          precision="megatron-bf16", flash=False) for b in (1, 2))  # fmt: skip
-        out.append(Run(f"MT-NLG {n}", MT530, _selene(n), 1920, plan, seconds, "seconds",
-                       "held-out", "MT-NLG GPUs", "smith2022mtnlg Section 2.4",
+    for r in _run_names("MT-NLG "):
+        t, p, n, b = (_int(r, f) for f in ("t", "p", "gpus", "micro_batch"))
+        plan, alt = (Plan(t, p, n // (t * p), bb, zero=_int(r, "zero"), dp_overlap=False,
+                          precision="megatron-bf16", flash=False)
+                     for bb in (b, _MTNLG_ALT_B))  # fmt: skip
+        out.append(Run(f"MT-NLG {n}", MT530, _selene(n), _int(r, "batch"), plan,
+                       _num(r, "seconds"), "seconds", "held-out", "MT-NLG GPUs",
+                       "smith2022mtnlg Section 2.4",
                        "DeepSpeed pipeline (no interleaving), ZeRO-1; micro-batch not given: "
-                       "b = 1, or 2", alternatives=(alt,)))  # fmt: skip
+                       f"b = {b}, or {_MTNLG_ALT_B}", alternatives=(alt,)))  # fmt: skip
     return out
 
 
-BLOOM = Model("BLOOM-176B", 70, 14336, 112, seq=2048, vocab=250880, positions=False)
+BLOOM = _model("BLOOM-176B", positions=False)
 
 
 def _bloom() -> list[Run]:
-    jean_zay = Cluster("384 A100 (Jean Zay)", 384, nics_per_node=4, nic_gbps=100.0)
-    plan = Plan(4, 12, 8, 2, zero=1, dp_overlap=False, precision="megatron-bf16", flash=False)
+    r = "BLOOM 176B"
+    n = _int(r, "gpus")
+    jean_zay = Cluster(f"{n} A100 (Jean Zay)", n, nics_per_node=_int(r, "nics_per_node"),
+                       nic_gbps=_num(r, "nic_gbps"))  # fmt: skip
+    plan = Plan(*(_int(r, f) for f in ("t", "p", "d", "micro_batch")), zero=_int(r, "zero"),
+                dp_overlap=False, precision="megatron-bf16", flash=False)  # fmt: skip
     return [
         Run(
-            "BLOOM 176B",
+            r,
             BLOOM,
             jean_zay,
-            2048,
+            _int(r, "batch"),
             plan,
-            150,
+            _int(r, "tflops"),
             "eq3",
             "held-out",
             "BLOOM",
@@ -243,40 +296,56 @@ def _bloom() -> list[Run]:
     ]
 
 
-NEMOTRON4_340B = Model("Nemotron-4-340B", 96, 18432, 96, seq=4096, vocab=256000, kv_heads=8,
-                       ffn=73728, tied_embeddings=False, positions=False)  # fmt: skip
-H100_RUN = dict(sp=True, overlap="megatron", precision="megatron-bf16", flash=True, zero=1,
-                recompute="none")  # fmt: skip
+NEMOTRON4_340B = _model("Nemotron-4-340B", tied_embeddings=False, positions=False)
+H100_RUN = dict(sp=True, overlap="megatron", precision="megatron-bf16", flash=True,
+                zero=_int("Nemotron-4 340B 6144", "zero"), recompute="none")  # fmt: skip
 #: Llama 3's plan fields. Its FSDP (dubey2024llama3, Sec. 3.3.2) shards optimizer states
 #: and gradients and keeps the weights gathered after the forward (ZeRO-2), gradients
 #: reduce-scattered in fp32 (4 B, Megatron's bf16 accounting), 8K sequences without
 #: activation checkpointing.
-LLAMA3_RUN = dict(H100_RUN, zero=2)
+LLAMA3_RUN = dict(H100_RUN, zero=_int("Llama 3 8192", "zero"))
 #: The chunks v tried where the sources do not give them. Both runs use an interleaved
 #: schedule (Llama 3 Sec. 3.3.2 and Fig. 6; Nemotron-4 Sec. 3.1), and 8 layers per stage
 #: allow 2, 4, 8.
 H100_VS = (2, 4, 8)
-_VS_ORDER = (4,) + tuple(v for v in H100_VS if v != 4)  # the nominal v first
+
+
+def _vs_order(v: int) -> tuple:
+    """The nominal ``v`` (the data's assumed value) first, then the other :data:`H100_VS`."""
+    return (v,) + tuple(x for x in H100_VS if x != v)
+
+
+_VS_ORDER = _vs_order(_int("Llama 3 8192", "v"))
 
 
 def _h100() -> list[Run]:
     from .model import h100_cluster
 
     out = []
-    for n, d, x in ((8192, 64, 430), (16384, 128, 400)):
-        plan, *alts = (Plan(8, 16, d, 1, v, **LLAMA3_RUN) for v in _VS_ORDER)
-        out.append(Run(f"Llama 3 {n}", LLAMA3_405B, h100_cluster(n), 2048, plan, x, "model",
-                       "held-out", "Llama 3 405B GPUs", "dubey2024llama3 Table 4, Sec. 3.3.2",
+    for r in _run_names("Llama 3 "):
+        t, p, n, d, b = (_int(r, f) for f in ("t", "p", "gpus", "d", "micro_batch"))
+        sw = dict(LLAMA3_RUN, zero=_int(r, "zero"))
+        plan, *alts = (Plan(t, p, d, b, v, **sw) for v in _vs_order(_int(r, "v")))
+        out.append(Run(f"Llama 3 {n}", LLAMA3_405B, h100_cluster(n), _int(r, "batch"), plan,
+                       _int(r, "tflops"), "model", "held-out", "Llama 3 405B GPUs",
+                       "dubey2024llama3 Table 4, Sec. 3.3.2",
                        "interleaved, v not given: v = 4, or 2 or 8; b = 1",
                        alternatives=tuple(alts)))  # fmt: skip
-    plan, *alts = (Plan(8, 12, 64, 1, v, **H100_RUN) for v in _VS_ORDER)
-    out.append(Run("Nemotron-4 340B 6144", NEMOTRON4_340B, h100_cluster(6144), 2304, plan, 8.0,
-                   "seconds", "held-out", "Nemotron-4 340B", "nvidia2024nemotron Table 2",
+    r = "Nemotron-4 340B 6144"
+    t, p, n, d, b = (_int(r, f) for f in ("t", "p", "gpus", "d", "micro_batch"))
+    sw = dict(H100_RUN, zero=_int(r, "zero"))
+    plan, *alts = (Plan(t, p, d, b, v, **sw) for v in _vs_order(_int(r, "v")))
+    out.append(Run(r, NEMOTRON4_340B, h100_cluster(n), _int(r, "batch"), plan,
+                   _num(r, "seconds"), "seconds", "held-out", "Nemotron-4 340B",
+                   "nvidia2024nemotron Table 2",
                    "interleaved, v not given: v = 4, or 2 or 8; b = 1, no recomputation",
                    alternatives=tuple(alts)))  # fmt: skip
-    plan = Plan(8, 8, 2, 1, 12, **H100_RUN)
-    out.append(Run("Nemotron-4 340B DGXC 128", NEMOTRON4_340B, h100_cluster(128), 32, plan,
-                   4.77, "seconds", "fit", "Nemotron-4 340B DGXC",
+    r = "Nemotron-4 340B DGXC 128"
+    n = _int(r, "gpus")
+    sw = dict(H100_RUN, zero=_int(r, "zero"))
+    plan = Plan(*(_int(r, f) for f in ("t", "p", "d", "micro_batch", "v")), **sw)
+    out.append(Run(r, NEMOTRON4_340B, h100_cluster(n), _int(r, "batch"), plan,
+                   _num(r, "seconds"), "seconds", "fit", "Nemotron-4 340B DGXC",
                    "nvidiadgxc2024nemotron (NGC DGXC benchmarking, 24.11, BF16)",
                    "no recomputation"))  # fmt: skip
     return out
@@ -289,23 +358,42 @@ def _h100() -> list[Run]:
 #: the achieved TFLOP/s per GPU (eq. 3) were read from the marker centres of the vector
 #: drawing in the arXiv v5 PDF through the y axis's tick marks. Every reading lies within
 #: 0.01 TFLOP/s of an integer (the plotted data were integers), so the uncertainty is the
-#: plotted values' rounding, 0.5 TFLOP/s.
+#: plotted values' rounding, 0.5 TFLOP/s. The readings are ``data/planner_figures.csv``, the
+#: models' shapes ``data/planner_models.csv``.
 FIG_MODELS = {
-    13: Model("162.2B (Fig. 13)", 32, 20480, 128),
-    14: Model("5.9B (Figs. 14-15)", 32, 3840, 32),
-    16: Model("91B (Fig. 16)", 32, 15360, 128),
+    13: _model("162.2B (Fig. 13)"),
+    14: _model("5.9B (Figs. 14-15)"),
+    16: _model("91B (Fig. 16)"),
 }
 FIG_MODELS[15] = FIG_MODELS[14]
-FIG_SWEEPS = {  # figure: (what varies, its values, {global batch: TFLOP/s per GPU read})
-    13: ("(p, t)", (2, 4, 8, 16, 32), {32: (103, 134, 140, 111, 91),
-                                       128: (107, 146, 165, 162, 148)}),
-    14: ("(p, d)", (2, 4, 8, 16, 32), {32: (62, 56, 53, 49, 43),
-                                       512: (148, 141, 129, 114, 90)}),
-    15: ("(t, d)", (2, 4, 8, 16, 32), {32: (56, 54, 55, 36, 22), 128: (103, 88, 70, 39, 22),
-                                       512: (127, 104, 75, 40, 22)}),
-    16: ("b", (1, 2, 4, 8), {128: (156, 159, 139, 120), 512: (162, 171, 160, 154)}),
-}  # fmt: skip
-FIG_READING = 0.5
+
+
+def _fig_sweeps() -> dict:
+    """{figure: (what varies, its values, {global batch: TFLOP/s per GPU read})} from the
+    rows of ``data/planner_figures.csv``, in file order."""
+    out = {}
+    for v in data.load("planner_figures"):
+        fig, batch, x = (_integral(c, float(v.get(c))) for c in ("figure", "batch", "x"))
+        what, xs, by_batch = out.setdefault(fig, (v.get("varies"), {}, {}))
+        xs.setdefault(x, None)
+        by_batch.setdefault(batch, []).append(_integral(f"Figure {fig} reading", v.value))
+    for fig, (_, xs, by_batch) in out.items():
+        if any(len(vals) != len(xs) for vals in by_batch.values()):
+            raise ValueError(f"planner_figures.csv: Figure {fig} needs one reading per x and batch")
+    return {fig: (what, tuple(xs), {b: tuple(vals) for b, vals in by_batch.items()})
+            for fig, (what, xs, by_batch) in out.items()}  # fmt: skip
+
+
+FIG_SWEEPS = _fig_sweeps()
+
+
+def _one_reading() -> float:
+    (reading,) = {v.uncertainty for v in data.load("planner_figures")}  # one for all
+    return reading
+
+
+#: The reading uncertainty of every value of ``FIG_SWEEPS``, in TFLOP/s (one for all).
+FIG_READING = _one_reading()
 SC21_FIG = dict(SC21, dp_overlap=False)
 
 
@@ -325,8 +413,8 @@ def fig_plan(figure: int, x: int) -> Plan:
 
 def _figures() -> list[Run]:
     out = []
-    for fig, (_what, xs, data) in FIG_SWEEPS.items():
-        for batch, values in data.items():
+    for fig, (_what, xs, readings) in FIG_SWEEPS.items():
+        for batch, values in readings.items():
             for x, value in zip(xs, values, strict=True):
                 plan = fig_plan(fig, x)
                 label = {13: f"p={x} t={64 // x}", 14: f"p={x} d={64 // x}",

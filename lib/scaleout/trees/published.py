@@ -1,5 +1,6 @@
 """The 8-byte all-reduces NCCL's developers measured on Summit, beside this chapter's
-model. Part of :mod:`scaleout.trees` (chapter 9).
+model. Part of :mod:`scaleout.trees` (chapter 9). The readings and Summit's GPUs per node
+are the rows of ``data/trees.csv``.
 """
 
 from __future__ import annotations
@@ -8,7 +9,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from .. import checks
+from .. import checks, data
 from .. import costmodel as M
 from .cost import best_tree_time
 
@@ -19,21 +20,25 @@ SUMMIT_SOURCE = (
     "Summit, 96 to 24,576 GPUs); values read off the published figure (log axis, 38 pixels "
     "per doubling: about +-3 %)"
 )
+_TREE, _RING = "NCCL 2.4 two trees", "NCCL 2.3 ring"
+
+
+def _summit_rows() -> tuple:
+    """(GPUs per node, the readings by GPU count) from ``data/trees.csv``."""
+    rows = [v for v in data.load("trees") if v.get("system") == "Summit"]
+    (per_node,) = (v.value for v in rows if v.get("quantity") == "gpus_per_node")
+    times = {}
+    for v in rows:
+        if v.get("quantity") == "allreduce_8B_latency":
+            times.setdefault(int(v.get("gpus")), {})[v.get("algorithm")] = v.value
+    return per_node, tuple((n, t[_TREE], t[_RING]) for n, t in times.items())
+
+
 #: V100 GPUs per Summit node (6, on NVLink, with 2 POWER9 CPUs; nodes on dual-rail EDR
 #: InfiniBand, two 100 Gb/s ports per node).
-SUMMIT_GPUS_PER_NODE = 6
+SUMMIT_GPUS_PER_NODE = _summit_rows()[0]
 #: (GPUs, NCCL 2.4 two trees in us, NCCL 2.3 ring in us) for an 8-byte all-reduce on Summit.
-SUMMIT_ALLREDUCE_8B = (
-    (96, 127.0, 174.0),
-    (192, 139.0, 356.0),
-    (384, 155.0, 648.0),
-    (768, 169.0, 1310.0),
-    (1536, 180.0, 2650.0),
-    (3072, 198.0, 5410.0),
-    (6144, 207.0, 10700.0),
-    (12288, 226.0, 21400.0),
-    (24576, 248.0, 45200.0),
-)
+SUMMIT_ALLREDUCE_8B = _summit_rows()[1]
 
 
 @dataclass(frozen=True)
