@@ -92,7 +92,10 @@ QI = f"{_source('qi2024')} Table 4 (measured), Tables 3 and 9 (setup, profiled t
 SC21_FIG12 = (f"{_source('sc21-fig12')} Figure 12 (read off), "
               f"{_source('sc21-fig12', 'pipeline stages')} run_figure_12.sh")  # fmt: skip
 GPIPE = f"{_source('gpipe', 'normalised throughput')} Table 2"
-SC21_FIG16 = f"{_source('sc21-fig16')} Figure 16 (read off), Section 5.5; run_figure_16.sh"
+SC21_FIG16 = (
+    "narayanan2021megatronarxiv Figure 16 (read off), Section 5.5; "
+    f"{_source('sc21-fig16', 'pipeline stages')} run_figure_16.sh"
+)
 SC21_FIG7 = f"{_source('sc21-fig7')} Figure 7 (read off), Section 3.4"
 #: The simulator's schedule for each published one; "none" means no bubble (the ideal time).
 SIMULATED = {"1F1B": "1f1b", "1F1B-I": "interleaved", "ZB-1p": "zb-h1", "ZB-2p": "none",
@@ -140,20 +143,24 @@ _FIG12_V = (_stated("sc21-fig12", "layers") // _FIG12_P
 _GPIPE = {model: {(int(v.get("p")), int(v.get("m"))): v.value
                   for v in _rows_of("gpipe", "normalised throughput", model=model)}
           for model in _models("gpipe")}  # fmt: skip
+# SC21 Figure 16's readings and the 91B model's shape have one home, with the planner's other
+# SC21 figures: data/planner_figures.csv (figure 16) and data/planner_models.csv.
+_FIG16_ROWS = [v for v in data.load("planner_figures") if v.get("figure") == "16"]
+_FIG16_MODEL = {v.get("field"): _whole(v) for v in data.load("planner_models")
+                if v.get("model") == "91B (Fig. 16)"}  # fmt: skip
 #: SC21 Figure 16, read off the figure, TFLOP/s per GPU by batch and micro-batch size (the
 #: text says the best micro-batch size is 2).
 FIG16_MEASURED = {
-    int(B): {int(v.get("b")): _whole(v) for v in _rows_of("sc21-fig16", "throughput", batch=B)}
-    for B in dict.fromkeys(v.get("batch") for v in _rows_of("sc21-fig16", "throughput"))
+    int(B): {int(v.get("x")): _whole(v) for v in _FIG16_ROWS if v.get("batch") == B}
+    for B in dict.fromkeys(v.get("batch") for v in _FIG16_ROWS)
 }  # fmt: skip
 #: SC21 Figure 7, read off the figure, TFLOP/s on one GPU by micro-batch size (the text says
 #: up to 1.3 times from the smallest to the largest).
 FIG7_MEASURED = {int(v.get("b")): _whole(v) for v in _rows_of("sc21-fig7", "throughput")}
 #: The 91B model of Figure 16 and the 1B model of Figure 7 (run_figure_16.sh, Section 3.4).
-FIG16_LAYER = C.Layer(hidden=_stated("sc21-fig16", "hidden size"),
-                      heads=_stated("sc21-fig16", "attention heads"),
+FIG16_LAYER = C.Layer(hidden=_FIG16_MODEL["hidden"], heads=_FIG16_MODEL["heads"],
                       seq=_stated("sc21", "sequence length"))  # fmt: skip
-FIG16_SETUP = dict(n_layers=_stated("sc21-fig16", "layers"),
+FIG16_SETUP = dict(n_layers=_FIG16_MODEL["layers"],
                    p=_stated("sc21-fig16", "pipeline stages"),
                    t=_stated("sc21-fig16", "tensor-parallel size"), recompute="full")  # fmt: skip
 FIG7_LAYER = C.Layer(hidden=_stated("sc21-fig7", "hidden size"),

@@ -21,8 +21,8 @@ names them). The files, and what reads them:
 reports), ``read-off`` (read from a figure, with its reading uncertainty), ``stated`` (a
 specification or a value the source states, or simple arithmetic on stated values, said in
 the note) and ``assumed`` (not in a primary source: the note says why it is used, and
-``source`` names the document the assumption leans on). Words about a value ("up to", "about", "a lower
-bound") go in the note, never in ``uncertainty``.
+``source`` names the document the assumption leans on). Words about a value ("up to",
+"about", "a lower bound") go in the note, never in ``uncertainty``.
 
 :func:`load` returns a file's rows as :class:`Value` records; :func:`gpu_fields` one GPU's
 fields by column name (what :data:`scaleout.hardware.GPUS` is built from). The unit test
