@@ -293,6 +293,16 @@ def test_compute_records_are_the_rows_of_compute_csv():
     assert (len(P.MAMF), len(P.SWIGLU_SWEEP), len(P.XLA_H100_SHAPES)) == (13, 6, 27)
     assert [m.note for m in P.MAMF] == [v.note for v in _by_record("compute", "MAMF")]
     layer = {v.get("quantity"): v.value for v in _by_record("compute", "KORTHIKANTI_LAYER")}
+    # Table 3's 22B row has one home (the planner's files); compute.csv adds the sequence
+    shape = {
+        v.get("field"): v.value for v in data.load("planner_models") if v.get("model") == "22B"
+    }
+    run = {v.get("field"): v.value for v in data.load("planner_runs") if v.get("run") == "K5 22B"}
+    layer |= {"hidden": shape["hidden"], "heads": shape["heads"], "b": run["micro_batch"],
+              "t": run["t"]}  # fmt: skip
+    assert set(_by_record("compute", "KORTHIKANTI_LAYER")[0].get("quantity") for _ in [0]) == {
+        "seq"
+    }
     assert {k: v for k, v in P.KORTHIKANTI_LAYER.items() if k != "gpu"} == layer
     assert all(type(v) is int for k, v in P.KORTHIKANTI_LAYER.items() if k != "gpu")
     # Table 4: forward and backward build the records; the table's Combined column, kept as

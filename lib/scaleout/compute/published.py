@@ -198,8 +198,15 @@ class LayerMeasurement:
 
 
 def _layer() -> dict:
+    # Their Table 3's 22B row has one home: its shape in planner_models.csv, its run (t,
+    # micro-batch) in planner_runs.csv; the sequence length (Sec. 6) is compute.csv's.
+    shape = {v.get("field"): _whole(v) for v in data.load("planner_models")
+             if v.get("model") == "22B"}  # fmt: skip
+    run = {v.get("field"): _whole(v) for v in data.load("planner_runs")
+           if v.get("run") == "K5 22B" and v.get("field") in ("t", "micro_batch")}  # fmt: skip
     q = {v.get("quantity"): _whole(v) for v in _rows("KORTHIKANTI_LAYER")}
-    out = {name: q[name] for name in ("hidden", "heads", "seq", "b", "t")}
+    out = {"hidden": shape["hidden"], "heads": shape["heads"], "seq": q["seq"],
+           "b": run["micro_batch"], "t": run["t"]}  # fmt: skip
     # The book's GPU row for their A100 80GB (a name of hardware.GPUS, not a number).
     out["gpu"] = "A100-80GB"
     return out
