@@ -364,7 +364,11 @@ def test_compute_and_tensor_parallel_builders_read_the_file(tmp_path, monkeypatc
     _edited(tmp_path, "compute", {"k22b-table4-baseline-no-recompute-forward": "7.9",
                                   "xla-sm90-bf16-4096x4096x4096": "700000000000000"})  # fmt: skip
     _edited(tmp_path, "tensor_parallel", {"asynctp-llama-3-8b-vanilla": "4000",
-                                          "fig13-layers": "32.5"})  # fmt: skip
+                                          "fig13-micro_batch": "1.5"})  # fmt: skip
+    import shutil
+
+    for name in ("planner_models", "planner_runs"):  # read unchanged
+        shutil.copy(data.HERE / f"{name}.csv", tmp_path / f"{name}.csv")
     monkeypatch.setattr(data, "HERE", tmp_path)
     data._load.cache_clear()
     try:
@@ -372,7 +376,7 @@ def test_compute_and_tensor_parallel_builders_read_the_file(tmp_path, monkeypatc
         xla = [CP._measurement(v, "s", scale=1e12) for v in CP._rows("XLA_H100_SHAPES")]
         assert xla[-1].tflops == 700.0
         assert TP._async_tp()[0]["vanilla"] == 4000.0
-        with pytest.raises(ValueError, match="fig13-layers.*whole number"):
+        with pytest.raises(ValueError, match="fig13-micro_batch.*whole number"):
             TP._figure_13()
     finally:
         monkeypatch.undo()

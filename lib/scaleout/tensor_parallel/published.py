@@ -78,8 +78,11 @@ def _quantities(rows) -> dict:
 
 def _figure_13() -> dict:
     q = _quantities(_rows("FIGURE_13"))
-    ints = {name: _whole(q[name]) for name in ("layers", "hidden", "heads", "seq", "vocab",
-                                               "micro_batch", "gpus")}  # fmt: skip
+    # The model's shape has one home with SC21's other figure models: planner_models.csv.
+    shape = {v.get("field"): _whole(v) for v in data.load("planner_models")
+             if v.get("model") == "162.2B (Fig. 13)"}  # fmt: skip
+    ints = {name: shape[name] for name in ("layers", "hidden", "heads")}
+    ints |= {name: _whole(q[name]) for name in ("seq", "vocab", "micro_batch", "gpus")}
     return dict(**ints, batches=tuple(_whole(v) for v in q["batches"]),
                 pipelines=tuple(_whole(v) for v in q["pipelines"]), intra="nvlink3-a100",
                 inter="nic-200g", dtype_bytes=_whole(q["dtype_bytes"]))  # fmt: skip
