@@ -15,6 +15,16 @@ def _by_run() -> dict:
     out = {}
     for v in data.load("planner_runs"):
         out.setdefault(v.get("run"), {})[v.get("field")] = v.value
+    # Llama 3's runs are rows 1 and 2 of its Table 4, kept once, in context_parallel.csv
+    t4 = {(v.get("row"), v.get("quantity")): v.value for v in data.load("context_parallel")
+          if v.get("table") == "llama3"}  # fmt: skip
+    for row, gpus in (("1", 8192), ("2", 16384)):
+        fields = out[f"Llama 3 {gpus}"]
+        assert not {"gpus", "t", "p", "d", "tflops", "batch"} & set(fields)  # not twice
+        fields.update(gpus=t4[row, "gpus"], t=t4[row, "tp"], p=t4[row, "pp"],
+                      d=t4[row, "printed_dp"], tflops=t4[row, "tflops_per_gpu"],
+                      batch=t4[row, "batch_per_dp"] * t4[row, "printed_dp"])  # fmt: skip
+        assert fields["gpus"] == gpus
     return out
 
 

@@ -49,6 +49,7 @@ attention and overlap).
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 from dataclasses import dataclass
 
@@ -137,10 +138,27 @@ def _integral(what: str, x: float) -> int:
     return int(x)
 
 
+#: Llama 3's runs are rows 1 and 2 of its Table 4, whose home is ``data/context_parallel.csv``
+#: (chapter 8 reads the whole table): the row -> the run, and the table's columns -> the
+#: run's fields. The batch is the table's batch size per DP rank times DP.
+LLAMA3_TABLE4_ROWS = {"1": "Llama 3 8192", "2": "Llama 3 16384"}
+_TABLE4_FIELDS = {"gpus": "gpus", "tp": "t", "pp": "p", "printed_dp": "d",
+                  "tflops_per_gpu": "tflops"}  # fmt: skip
+
+
 @functools.lru_cache(maxsize=1)
 def _run_rows() -> dict:
-    """``data/planner_runs.csv`` by (run, field): every published number of the runs."""
-    return {(v.get("run"), v.get("field")): v for v in data.load("planner_runs")}
+    """Every published number of the runs by (run, field): ``data/planner_runs.csv``, and
+    Llama 3's Table 4 columns from ``data/context_parallel.csv``."""
+    rows = {(v.get("run"), v.get("field")): v for v in data.load("planner_runs")}
+    table4 = {(v.get("row"), v.get("quantity")): v for v in data.load("context_parallel")
+              if v.get("table") == "llama3" and v.get("row") in LLAMA3_TABLE4_ROWS}  # fmt: skip
+    for row, run in LLAMA3_TABLE4_ROWS.items():
+        for column, field in _TABLE4_FIELDS.items():
+            rows[run, field] = table4[row, column]
+        per_dp, d = table4[row, "batch_per_dp"], table4[row, "printed_dp"]
+        rows[run, "batch"] = dataclasses.replace(per_dp, value=per_dp.value * d.value)
+    return rows
 
 
 def _num(run: str, field: str) -> float:
