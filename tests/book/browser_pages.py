@@ -159,14 +159,25 @@ return figs.every(el => el.querySelector('.main-svg') && el.dataset.laidOut) ?
   figs.length + 1 : 0;
 """
 
-# Once drawn: the fonts loaded and MathJax's first typesetting done (the page's scripts look
-# for wide formulas then), and two frames rendered after that (media-query listeners, the
-# resize observers and the timers those set run by then).
+# Once drawn: the fonts loaded, MathJax's first typesetting done (the page's scripts look for
+# wide formulas then), every CSS transition or animation that ends (the theme's colours fading
+# in) ended, and two frames rendered after that (media-query listeners and the timers they set
+# have run by then); again while new transitions start, up to five rounds.
 SETTLED = """
 const done = arguments[arguments.length - 1];
-const frames = () => requestAnimationFrame(() => requestAnimationFrame(() => setTimeout(done, 0)));
-const math = window.MathJax && window.MathJax.startup && window.MathJax.startup.promise;
-Promise.all([document.fonts ? document.fonts.ready : null, math || null]).then(frames, frames);
+const frames = () => new Promise(r => requestAnimationFrame(() => requestAnimationFrame(
+  () => setTimeout(r, 0))));
+const ending = () => document.getAnimations().filter(a => a.playState === 'running' &&
+  a.effect && Number.isFinite(a.effect.getComputedTiming().endTime));
+(async () => {
+  const math = window.MathJax && window.MathJax.startup && window.MathJax.startup.promise;
+  await Promise.all([document.fonts ? document.fonts.ready : null, math || null]);
+  for (let round = 0; round < 5; round++) {
+    await Promise.all(ending().map(a => a.finished.catch(() => null)));
+    await frames();
+    if (!ending().length) break;
+  }
+})().then(() => done(null), e => done(String(e)));
 """
 
 
