@@ -1,6 +1,6 @@
 """The built book on every screen: a 390 px phone, dark mode, print, keyboard, axe-core.
 
-Headless Debian Chromium (as ``tests/test_site.py``) over ``_build/html`` served on
+Headless Debian Chromium (as ``tests/book/test_site.py``) over ``_build/html`` served on
 127.0.0.1, every other host unresolvable. ``tools/ensure-chromium`` installs the browser and
 ``tools/ensure-axe`` installs axe-core (pinned, with its sha512, in tools/axe/package-lock.json);
 ``make test`` runs both before the tests.
@@ -14,23 +14,35 @@ What a reader must get, page by page:
   one tab stop, moved through with the arrow keys;
 * printed: every figure within the page, controls and mode bars not printed;
 * axe-core: no serious or critical violation.
+
+Each page is loaded once per screen (desktop, phone, dark, wide and printed) for every check
+on that screen, here and in ``test_site.py`` (``browser_pages.py`` says how, and in what order).
 """
 
 from __future__ import annotations
 
-import time
-from pathlib import Path
-
 import pytest
+from browser_pages import (
+    DARK,
+    DESKTOP,
+    DESKTOP_PX,
+    PHONE,
+    PHONE_PX,
+    PRINT,
+    WIDE_PX,
+    check,
+    pages_with,
+    register,
+    screen,
+    settle,
+    toc_pages,
+    wait_for,
+)
 from repo_paths import ROOT
-from test_site import CHROMEDRIVER, CHROMIUM, SITE, toc_pages
 
 AXE = ROOT / "tools" / "axe" / "node_modules" / "axe-core" / "axe.min.js"
-PHONE = (390, 844)
-DESKTOP = (1280, 1000)
-WIDE = (1800, 1000)
-PRINT_PX = 700  # A4 less the print stylesheet's 12 mm margins, in CSS pixels (703)
 MIN_FONT_PX = 9
+PRINT_PX = 700  # A4 less the print stylesheet's 12 mm margins, in CSS pixels (703)
 MIN_CONTRAST = 4.5
 MAX_TABS = 40
 AXE_PAGES = [
@@ -41,86 +53,6 @@ AXE_PAGES = [
     "cheatsheet",
 ]
 pytestmark = pytest.mark.browser
-
-
-def pages_with(marker: str) -> list[str]:
-    out = []
-    for page in toc_pages():
-        path = SITE / f"{page}.html"
-        if path.is_file() and marker in path.read_text():
-            out.append(page)
-    return out
-
-
-@pytest.fixture(scope="module")
-def driver(tmp_path_factory):
-    from selenium import webdriver  # never skipped: CI must fail without a browser
-
-    for path in (CHROMIUM, CHROMEDRIVER):
-        if not Path(path).exists():
-            pytest.fail(f"{path} is missing: run tools/ensure-chromium")
-    options = webdriver.ChromeOptions()
-    options.binary_location = CHROMIUM
-    for arg in (
-        "--headless=new",
-        "--no-sandbox",
-        "--disable-gpu",
-        "--disable-background-networking",
-        "--disable-component-update",
-        "--disable-sync",
-        "--no-first-run",
-        "--hide-scrollbars",
-        f"--window-size={DESKTOP[0]},{DESKTOP[1]}",
-        f"--user-data-dir={tmp_path_factory.mktemp('chromium-screens')}",
-        "--host-resolver-rules=MAP * ~NOTFOUND , EXCLUDE localhost, EXCLUDE 127.0.0.1",
-    ):
-        options.add_argument(arg)
-    service = webdriver.ChromeService(executable_path=CHROMEDRIVER)
-    drv = webdriver.Chrome(options=options, service=service)
-    drv.set_page_load_timeout(90)
-    drv.set_script_timeout(120)
-    yield drv
-    drv.quit()
-
-
-def wait_for(driver, script, timeout=30.0, what="condition", *args):
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        value = driver.execute_script(script, *args)
-        if value:
-            return value
-        time.sleep(0.1)
-    raise AssertionError(f"timed out after {timeout:.0f} s waiting for {what}")
-
-
-DRAWN = """
-const figs = [...document.querySelectorAll('.scaleout-figure')]
-  .filter(el => el.offsetParent !== null);
-return figs.every(el => el.querySelector('.main-svg') && el.dataset.laidOut) ?
-  figs.length + 1 : 0;
-"""
-
-
-def screen(driver, width, height, *, dark=False, media=""):
-    """Emulates a screen: viewport, colour-scheme preference, media type."""
-    driver.execute_cdp_cmd(
-        "Emulation.setDeviceMetricsOverride",
-        {"width": width, "height": height, "deviceScaleFactor": 1, "mobile": width < 600},
-    )
-    driver.execute_cdp_cmd(
-        "Emulation.setEmulatedMedia",
-        {
-            "media": media,
-            "features": [{"name": "prefers-color-scheme", "value": "dark" if dark else "light"}],
-        },
-    )
-
-
-def load(driver, url):
-    driver.get(url)
-    wait_for(driver, "return document.readyState === 'complete'", what="page load")
-    wait_for(driver, DRAWN, what="every visible figure to draw")
-    time.sleep(0.3)  # the last plotly relayout and the scroll hints
 
 
 FIGURE_FITS = """
@@ -185,10 +117,8 @@ return out;
 """
 
 
-@pytest.mark.parametrize("page", toc_pages())
-def test_phone_no_page_pans_sideways(driver, site_url, page):
-    screen(driver, *PHONE)
-    load(driver, f"{site_url}/{page}.html")
+@check(PHONE, toc_pages())
+def test_phone_no_page_pans_sideways(driver, page):
     culprits = driver.execute_script(
         """
         const w = document.documentElement.clientWidth;
@@ -203,28 +133,29 @@ def test_phone_no_page_pans_sideways(driver, site_url, page):
         """
     )
     width = driver.execute_script("return document.documentElement.scrollWidth")
-    assert width <= PHONE[0] + 1, f"{page} is {width} px wide at {PHONE[0]} px: {culprits}"
+    assert width <= PHONE_PX[0] + 1, f"{page} is {width} px wide at {PHONE_PX[0]} px: {culprits}"
 
 
-@pytest.mark.parametrize("page", pages_with('class="scaleout-figure') or ["<no figures>"])
-def test_phone_figures_keep_their_text_inside_and_readable(driver, site_url, page):
+@check(PHONE, pages_with('class="scaleout-figure') or ["<no figures>"])
+def test_phone_figures_keep_their_text_inside_and_readable(driver, page):
     assert page != "<no figures>", "no page of the built book holds a figure"
-    screen(driver, *PHONE)
-    load(driver, f"{site_url}/{page}.html")
     problems = driver.execute_script(FIGURE_FITS, MIN_FONT_PX)
-    assert not problems, f"{page} at {PHONE[0]} px:\n" + "\n".join(problems[:20])
+    assert not problems, f"{page} at {PHONE_PX[0]} px:\n" + "\n".join(problems[:20])
 
 
-@pytest.mark.parametrize("page", pages_with('class="scaleout-figure') or ["<no figures>"])
-def test_desktop_figures_keep_their_text_inside_and_clear_of_the_mode_bar(driver, site_url, page):
-    screen(driver, *DESKTOP)
-    load(driver, f"{site_url}/{page}.html")
-    # The mode bar shows on hover: show every one, as a pointer over the figure would.
-    driver.execute_script(
-        "document.querySelectorAll('.modebar').forEach(m => m.classList.add('active'))"
+@check(DESKTOP, pages_with('class="scaleout-figure') or ["<no figures>"])
+def test_desktop_figures_keep_their_text_inside_and_clear_of_the_mode_bar(driver, page):
+    # The mode bar shows on hover: show every one, as a pointer over the figure would (and
+    # hide again those this showed, for the checks after this one on the same load).
+    shown = driver.execute_script(
+        "const off = [...document.querySelectorAll('.modebar:not(.active)')];"
+        "off.forEach(m => m.classList.add('active')); return off;"
     )
-    problems = driver.execute_script(FIGURE_FITS, MIN_FONT_PX)
-    assert not problems, f"{page} at {DESKTOP[0]} px:\n" + "\n".join(problems[:20])
+    try:
+        problems = driver.execute_script(FIGURE_FITS, MIN_FONT_PX)
+    finally:
+        driver.execute_script("arguments[0].forEach(m => m.classList.remove('active'))", shown)
+    assert not problems, f"{page} at {DESKTOP_PX[0]} px:\n" + "\n".join(problems[:20])
 
 
 # WCAG colour helpers shared by the contrast checks below: rgba() parses a CSS colour,
@@ -289,12 +220,10 @@ return bad;
 )
 
 
-@pytest.mark.parametrize("page", toc_pages())
-def test_dark_mode_follows_the_os_and_every_control_reads(driver, site_url, page):
-    screen(driver, *DESKTOP, dark=True)
-    driver.get(f"{site_url}/{page}.html")
-    driver.execute_script("localStorage.removeItem('mode'); localStorage.removeItem('theme');")
-    load(driver, f"{site_url}/{page}.html")
+@check(DARK, toc_pages())
+def test_dark_mode_follows_the_os_and_every_control_reads(driver, page):
+    """Loaded with no stored mode or theme (``Screen.open`` clears the site's local storage)
+    in a browser that prefers dark: the page is dark, every control at 4.5:1 or more."""
     theme = driver.execute_script("return document.documentElement.dataset.theme")
     assert theme == "dark", f"{page}: the OS asks for dark, the page is {theme}"
     bad = driver.execute_script(CONTRAST, MIN_CONTRAST)
@@ -319,16 +248,12 @@ return out;
 )
 
 
-@pytest.mark.parametrize("page", pages_with('class="scaleout-figure') or ["<no figures>"])
-def test_dark_mode_figures_are_dark_with_readable_titles(driver, site_url, page):
+@check(DARK, pages_with('class="scaleout-figure') or ["<no figures>"])
+def test_dark_mode_figures_are_dark_with_readable_titles(driver, page):
     """In dark mode every figure's paper is dark (luminance under 0.05, as the theme's page)
     and its title (else its first tick label) reads at 4.5:1 or more; switching the theme
     redraws it light."""
     assert page != "<no figures>", "no page of the built book holds a figure"
-    screen(driver, *DESKTOP, dark=True)
-    driver.get(f"{site_url}/{page}.html")
-    driver.execute_script("localStorage.removeItem('mode'); localStorage.removeItem('theme');")
-    load(driver, f"{site_url}/{page}.html")
     figures = driver.execute_script(FIGURE_COLOURS)
     assert figures, f"{page}: no figure drawn"
     bad = [f for f in figures if f[1] > 0.05 or f[2] is None or f[2] < MIN_CONTRAST]
@@ -346,16 +271,14 @@ def test_dark_mode_figures_are_dark_with_readable_titles(driver, site_url, page)
     assert not bad, f"{page} switched to light: [id, paper luminance, title contrast] {bad}"
 
 
-@pytest.mark.parametrize("page", pages_with('class="scaleout-explorer"') or ["<none>"])
-def test_first_explorer_control_within_40_tab_presses(driver, site_url, page):
+@check(DESKTOP, pages_with('class="scaleout-explorer"') or ["<none>"])
+def test_first_explorer_control_within_40_tab_presses(driver, page):
     """From the top of the page, Tab; a skip link met on the way is followed (Enter), as a
     keyboard reader would: the first explorer control has focus within 40 Tab presses."""
     from selenium.webdriver import ActionChains
     from selenium.webdriver.common.keys import Keys
 
     assert page != "<none>", "no page of the built book holds an explorer"
-    screen(driver, *DESKTOP)
-    load(driver, f"{site_url}/{page}.html")
     wait_for(driver, "return document.querySelector('.scaleout-control-input')", 20, "controls")
     driver.execute_script("document.activeElement && document.activeElement.blur(); scrollTo(0,0)")
     trail = []
@@ -404,16 +327,14 @@ return [stops, false];
 KINDS = {"A", "BUTTON", "SUMMARY", "INPUT", "SELECT"}
 
 
-@pytest.mark.parametrize("page", pages_with('class="scaleout-explorer"') or ["<none>"])
-def test_every_tab_stop_before_the_first_explorer_does_something(driver, site_url, page):
+@check(DESKTOP, pages_with('class="scaleout-explorer"') or ["<none>"])
+def test_every_tab_stop_before_the_first_explorer_does_something(driver, page):
     """Without the skip links, every Tab stop before the first explorer control is a link, a
     button, a control, a folded-cell toggle or a region that scrolls (reachable by keyboard as
     WCAG 2.1.1 asks): no mode-bar button, no formula or code box that does not scroll. Prints
     the count (the 40-press target is met through the skip link: see
     test_first_explorer_control_within_40_tab_presses)."""
     assert page != "<none>", "no page of the built book holds an explorer"
-    screen(driver, *DESKTOP)
-    load(driver, f"{site_url}/{page}.html")
     wait_for(driver, "return document.querySelector('.scaleout-control-input')", 20, "controls")
     stops, found = driver.execute_script(TAB_STOPS)
     assert found, f"{page}: no explorer control in the tab sequence"
@@ -426,13 +347,11 @@ def test_every_tab_stop_before_the_first_explorer_does_something(driver, site_ur
     assert not idle, f"{page}: {len(idle)} tab stops that do nothing: {idle[:8]}"
 
 
-@pytest.mark.parametrize("page", pages_with('class="scaleout-choice"')[:3] or ["<none>"])
-def test_figure_switches_are_one_tab_stop_moved_by_arrow_keys(driver, site_url, page):
+@check(DESKTOP, pages_with('class="scaleout-choice"')[:3] or ["<none>"])
+def test_figure_switches_are_one_tab_stop_moved_by_arrow_keys(driver, page):
     from selenium.webdriver.common.keys import Keys
 
     assert page != "<none>", "no page of the built book holds a figure switch"
-    screen(driver, *DESKTOP)
-    load(driver, f"{site_url}/{page}.html")
     bar = driver.find_element("css selector", ".scaleout-choice-bar[role=radiogroup]")
     buttons = bar.find_elements("css selector", "button[role=radio]")
     stops = [b for b in buttons if b.get_attribute("tabindex") != "-1"]
@@ -453,12 +372,12 @@ def test_figure_switches_are_one_tab_stop_moved_by_arrow_keys(driver, site_url, 
     assert stops[0].get_attribute("tabindex") == "-1"
 
 
-@pytest.mark.parametrize("page", pages_with('class="scaleout-figure') or ["<no figures>"])
-def test_printed_figures_fit_the_page(driver, site_url, page):
-    screen(driver, *WIDE)  # figures drawn wider than a page, as on a large screen
-    load(driver, f"{site_url}/{page}.html")
-    screen(driver, *WIDE, media="print")
-    time.sleep(0.3)
+@check(PRINT, pages_with('class="scaleout-figure') or ["<no figures>"])
+def test_printed_figures_fit_the_page(driver, page):
+    """Loaded on a wide screen (figures drawn wider than a page, as on a large screen),
+    then printed."""
+    screen(driver, *WIDE_PX, media="print")
+    settle(driver)  # the page's print listeners have run
     result = driver.execute_script(
         """
         const out = [];
@@ -481,27 +400,49 @@ def test_printed_figures_fit_the_page(driver, site_url, page):
         """,
         PRINT_PX,
     )
-    screen(driver, *DESKTOP)
+    screen(driver, *WIDE_PX)
     assert not result, f"{page} printed:\n" + "\n".join(result[:20])
 
 
-@pytest.mark.parametrize("page", AXE_PAGES)
-def test_axe_core_finds_no_serious_violation(driver, site_url, page):
+def axe_violations(driver, page, mode):
+    """Runs axe-core on the page as loaded: its serious and critical violations."""
     if not AXE.is_file():
         pytest.fail(f"{AXE} is missing: run tools/ensure-axe")
-    for dark in (False, True):
-        screen(driver, *DESKTOP, dark=dark)
-        load(driver, f"{site_url}/{page}.html")
-        driver.execute_script(AXE.read_text(encoding="utf-8"))
-        found = driver.execute_async_script(
-            """
-            const done = arguments[arguments.length - 1];
-            axe.run(document, {resultTypes: ['violations']}).then(r => done(
-              r.violations.filter(v => v.impact === 'serious' || v.impact === 'critical')
-                .map(v => `${v.impact} ${v.id}: ${v.nodes.length} nodes, e.g. ` +
-                  v.nodes.slice(0, 3).map(n => n.target.join(' ')).join(' | '))),
-              e => done(['axe failed: ' + e]));
-            """
-        )
-        mode = "dark" if dark else "light"
-        assert not found, f"{page} ({mode}):\n" + "\n".join(found)
+    driver.execute_script(AXE.read_text(encoding="utf-8"))
+    found = driver.execute_async_script(
+        """
+        const done = arguments[arguments.length - 1];
+        axe.run(document, {resultTypes: ['violations']}).then(r => done(
+          r.violations.filter(v => v.impact === 'serious' || v.impact === 'critical')
+            .map(v => `${v.impact} ${v.id}: ${v.nodes.length} nodes, e.g. ` +
+              v.nodes.slice(0, 3).map(n => n.target.join(' ')).join(' | '))),
+          e => done(['axe failed: ' + e]));
+        """
+    )
+    assert not found, f"{page} ({mode}):\n" + "\n".join(found)
+
+
+def axe_light(driver, page):
+    axe_violations(driver, page, "light")
+
+
+def axe_dark(driver, page):
+    axe_violations(driver, page, "dark")
+
+
+register(DESKTOP, "axe_light", axe_light)
+register(DARK, "axe_dark", axe_dark)
+
+
+@pytest.mark.parametrize("page", AXE_PAGES)
+def test_axe_core_finds_no_serious_violation(shared_pages, page):
+    """axe-core on the page in light mode, then in dark mode (each on the shared load of its
+    screen, before any check that clicks)."""
+    shared_pages.verdict(DESKTOP, "axe_light", page)
+    shared_pages.verdict(DARK, "axe_dark", page)
+
+
+test_axe_core_finds_no_serious_violation.shared_checks = (
+    (DESKTOP, "axe_light"),
+    (DARK, "axe_dark"),
+)

@@ -4,121 +4,27 @@ Every page in the table of contents is served from ``_build/html`` on 127.0.0.1 
 with every non-local host unresolvable. Each page must load with no JavaScript error and no
 request leaving localhost; every plotly figure must render; every choice button must draw
 its figure; moving a slider must change the plot. ``make test`` builds the book first.
+
+Each page is loaded once on the desktop screen for all of these checks and those of
+``test_screens.py`` on that screen (``browser_pages.py`` says how, and in what order).
 """
 
 from __future__ import annotations
 
-import functools
-import http.server
 import json
-import os
-import threading
-import time
-from pathlib import Path
 from urllib.parse import quote, urlparse
 
 import pytest
-import yaml
-from repo_paths import ROOT
+from browser_pages import (
+    DESKTOP,
+    SITE,
+    check,
+    pages_with,
+    toc_pages,
+    wait_for,
+)
 
-# Overridable to test a build made elsewhere (e.g. one chapter built with its own toc).
-SITE = Path(os.environ.get("SCALEOUT_SITE", ROOT / "_build" / "html"))
-TOC = Path(os.environ.get("SCALEOUT_TOC", ROOT / "_toc.yml"))
-CHROMIUM = "/usr/bin/chromium"
-CHROMEDRIVER = "/usr/bin/chromedriver"
 pytestmark = pytest.mark.browser
-
-
-def toc_pages() -> list[str]:
-    """Docnames of every page in _toc.yml, in reading order."""
-    toc = yaml.safe_load(TOC.read_text())
-    pages = [toc["root"]]
-
-    def walk(entries):
-        for entry in entries or []:
-            if "file" in entry:
-                pages.append(str(Path(entry["file"]).with_suffix("")))
-            walk(entry.get("chapters"))
-            walk(entry.get("sections"))
-
-    walk(toc.get("parts"))
-    walk(toc.get("chapters"))
-    return pages
-
-
-@pytest.fixture(scope="module")
-def site_url():
-    if not (SITE / "index.html").is_file():
-        pytest.fail(f"no built book at {SITE}: run `make book` first")
-    handler = functools.partial(QuietHandler, directory=str(SITE))
-    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
-    thread.start()
-    yield f"http://127.0.0.1:{server.server_address[1]}"
-    server.shutdown()
-    server.server_close()
-
-
-class QuietHandler(http.server.SimpleHTTPRequestHandler):
-    def log_message(self, *args):
-        pass
-
-
-@pytest.fixture(scope="module")
-def driver(tmp_path_factory):
-    from selenium import webdriver  # never skipped: CI must fail without a browser
-
-    for path in (CHROMIUM, CHROMEDRIVER):
-        if not Path(path).exists():
-            pytest.fail(f"{path} is missing: run tools/ensure-chromium (apt-get chromium-driver)")
-    options = webdriver.ChromeOptions()
-    options.binary_location = CHROMIUM
-    for arg in (
-        "--headless=new",
-        "--no-sandbox",
-        "--disable-gpu",
-        "--disable-background-networking",
-        "--disable-component-update",
-        "--disable-sync",
-        "--disable-quic",
-        "--no-first-run",
-        "--window-size=1280,1000",
-        f"--user-data-dir={tmp_path_factory.mktemp('chromium-profile')}",
-        # Nothing but localhost resolves: a page that needs the network fails loudly.
-        "--host-resolver-rules=MAP * ~NOTFOUND , EXCLUDE localhost, EXCLUDE 127.0.0.1",
-    ):
-        options.add_argument(arg)
-    options.set_capability("goog:loggingPrefs", {"browser": "ALL", "performance": "ALL"})
-    service = webdriver.ChromeService(executable_path=CHROMEDRIVER)
-    drv = webdriver.Chrome(options=options, service=service)
-    drv.set_page_load_timeout(60)
-    yield drv
-    drv.quit()
-
-
-def wait_for(driver, script, timeout=30.0, what="condition"):
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        value = driver.execute_script(script)
-        if value:
-            return value
-        time.sleep(0.1)
-    raise AssertionError(f"timed out after {timeout:.0f} s waiting for {what}")
-
-
-VISIBLE_FIGURES_DRAWN = """
-const figs = [...document.querySelectorAll('.scaleout-figure')]
-  .filter(el => el.offsetParent !== null);
-return figs.every(el => el.querySelector('.main-svg')) ? figs.length + 1 : 0;
-"""
-
-
-def load(driver, url):
-    driver.get_log("performance")  # drop earlier entries
-    driver.get_log("browser")
-    driver.get(url)
-    wait_for(driver, "return document.readyState === 'complete'", what="page load")
-    wait_for(driver, VISIBLE_FIGURES_DRAWN, what="every visible figure to draw")
 
 
 def requests_made(driver) -> list[str]:
@@ -144,9 +50,8 @@ def assert_no_errors_and_offline(driver, page):
         assert local, f"{page} requested {url}: the book must not need the network"
 
 
-@pytest.mark.parametrize("page", toc_pages())
-def test_page_loads_offline_without_errors(driver, site_url, page):
-    load(driver, f"{site_url}/{page}.html")
+@check(DESKTOP, toc_pages())
+def test_page_loads_offline_without_errors(driver, page):
     assert_no_errors_and_offline(driver, page)
     body = driver.find_element("tag name", "body").text
     assert "needs plotly.js" not in body, f"{page}: a figure found no plotly.js"
@@ -169,10 +74,9 @@ def figure_pages() -> list[str]:
     return pages
 
 
-@pytest.mark.parametrize("page", figure_pages() or ["<no figures built>"])
-def test_every_figure_choice_and_slider_works(driver, site_url, page):
+@check(DESKTOP, figure_pages() or ["<no figures built>"])
+def test_every_figure_choice_and_slider_works(driver, page):
     assert page != "<no figures built>", "no page of the built book holds a figure"
-    load(driver, f"{site_url}/{page}.html")
     # Every option of every choice draws its own figure when picked.
     choices = driver.find_elements("css selector", ".scaleout-choice")
     for choice in choices:
@@ -215,18 +119,10 @@ def test_every_figure_choice_and_slider_works(driver, site_url, page):
             f"the slider of {fig_id} to change the plot",
         )
         checked += 1
-    assert not js_errors(driver), f"JavaScript errors on {page} after interaction"
+    errors = js_errors(driver)
+    assert not errors, f"JavaScript errors on {page} after interaction: {errors}"
     if 'class="slider-container' in driver.page_source or checked:
         assert checked > 0
-
-
-def pages_with(marker: str) -> list[str]:
-    pages = []
-    for page in toc_pages():
-        html = SITE / f"{page}.html"
-        if html.is_file() and marker in html.read_text():
-            pages.append(page)
-    return pages
 
 
 FIGURE_STATE = """
@@ -254,12 +150,11 @@ def _move(driver, control):
         control.send_keys(Keys.HOME if at_end else Keys.END)
 
 
-@pytest.mark.parametrize("page", pages_with('class="scaleout-explorer"') or ["<none built>"])
-def test_every_control_of_every_explorer_redraws_its_figure(driver, site_url, page):
+@check(DESKTOP, pages_with('class="scaleout-explorer"') or ["<none built>"])
+def test_every_control_of_every_explorer_redraws_its_figure(driver, page):
     """In the static book, with no kernel: every control of every explorer changes the
     figure (the precomputed state for the new combination is drawn), with no errors."""
     assert page != "<none built>", "no page of the built book holds an explorer"
-    load(driver, f"{site_url}/{page}.html")
     explorers = driver.find_elements("css selector", ".scaleout-explorer[data-explorer]")
     assert explorers
     for explorer in explorers:
@@ -294,11 +189,10 @@ def test_every_control_of_every_explorer_redraws_its_figure(driver, site_url, pa
     assert_no_errors_and_offline(driver, page)
 
 
-@pytest.mark.parametrize("page", [p for p in toc_pages() if p.startswith("chapters/")])
-def test_check_cells_are_folded_and_open_on_click(driver, site_url, page):
+@check(DESKTOP, [p for p in toc_pages() if p.startswith("chapters/")])
+def test_check_cells_are_folded_and_open_on_click(driver, page):
     """The asserts that check the prose sit in cells folded by default; a click opens them.
     Every page ends with a link that opens a pre-filled issue naming the page."""
-    load(driver, f"{site_url}/{page}.html")
     folded = driver.find_elements("css selector", "details.hide.above-input")
     checks = [d for d in folded if "checks" in d.find_element("tag name", "summary").text.lower()]
     assert checks, f"{page}: no folded check cells"
