@@ -7,6 +7,11 @@ STAMP := $(VENV)/.installed
 NB ?= chapters/01_collectives.ipynb
 JB_FLAGS := --warningiserror --nitpick --keep-going
 NBVAL := --nbval --nbval-current-env --nbval-sanitize-with tests/nbval_sanitize.cfg
+# Two pytest workers (pytest-xdist), each test file (each notebook) whole on one worker: the
+# unit tier and the notebooks are CPU-bound and independent. The integration tier stays on one
+# worker: its process tests time real runs. JOBS=1 runs everything in one process.
+JOBS ?= 2
+XDIST := $(if $(filter-out 1,$(JOBS)),-n $(JOBS) --dist loadfile)
 
 .PHONY: help setup book book-clean site clean page outputs lab lint test test-fast test-integration test-notebooks\
 	test-baseline test-browser browser-deps bench
@@ -84,7 +89,7 @@ browser-deps:
 
 # The unit tier: fast library tests, no processes, no notebooks (tests/unit).
 test-fast: $(STAMP)
-	$(BIN)/python -m pytest tests/unit
+	$(BIN)/python -m pytest $(XDIST) tests/unit
 
 # The integration tier: CPU processes (scaleout.dist, torchrun, the demos) and the fuzzer.
 test-integration: $(STAMP)
@@ -93,7 +98,7 @@ test-integration: $(STAMP)
 # Every chapter executed once under strict nbval (the committed outputs must come back), and
 # the static checks of tests/book (chapter layout, check cells).
 test-notebooks: $(STAMP)
-	$(BIN)/python -m pytest $(NBVAL) -m "not browser" chapters tests/book
+	$(BIN)/python -m pytest $(XDIST) $(NBVAL) -m "not browser" chapters tests/book
 
 # The browser tests of tests/book: the site `make site` built, and JupyterLab (which opens
 # every chapter as committed, and runs four cells of chapter 1 live: an explorer, a
@@ -104,7 +109,8 @@ test-browser: $(STAMP) browser-deps
 # The one test command (README, CI). Each step stops `make` (and CI) when it fails; each chapter
 # is executed twice (nbval, then nbval on numpy's baseline SIMD paths), never by the build.
 test: $(STAMP) browser-deps lint
-	$(BIN)/python -m pytest tests/unit tests/integration
+	$(BIN)/python -m pytest $(XDIST) tests/unit
+	$(BIN)/python -m pytest tests/integration
 	$(MAKE) --no-print-directory test-notebooks
 	$(MAKE) --no-print-directory test-baseline
 	$(MAKE) --no-print-directory site
@@ -115,7 +121,7 @@ test: $(STAMP) browser-deps lint
 test-baseline: $(STAMP)
 	export NPY_DISABLE_CPU_FEATURES="$$($(BIN)/python tools/numpy_dispatch.py)" && \
 	  $(BIN)/python tools/numpy_dispatch.py --check && \
-	  $(BIN)/python -m pytest $(NBVAL) chapters
+	  $(BIN)/python -m pytest $(XDIST) $(NBVAL) chapters
 
 bench: $(STAMP)
 	@for b in bench/bench_*.py; do echo "== $$b"; $(BIN)/python "$$b" || exit 1; done

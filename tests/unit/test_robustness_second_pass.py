@@ -266,7 +266,9 @@ class _FakeLink:
     pass
 
 
-@pytest.mark.parametrize("deadline", [float("nan"), float("inf"), time.monotonic() + 1e9])
+@pytest.mark.parametrize(
+    "deadline", [float("nan"), float("inf"), time.monotonic() + 1e9], ids=["nan", "inf", "1e9 s on"]
+)
 @pytest.mark.parametrize("recv", [shm.ll_recv, shm.simple_recv])
 def test_shm_receives_refuse_deadlines_that_would_poll_forever(recv, deadline):
     # A plain buffer: a SharedMemory block would start multiprocessing's resource tracker, a
