@@ -7,6 +7,7 @@ import numpy as np
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from sim_properties import check_trace
 
 from scaleout import pipeline as PP
 from scaleout import planner as PL
@@ -67,24 +68,7 @@ def test_streams_dependencies_and_the_last_event(cfg, seed):
     a = _all(tr)
     for key in extra:  # the all-to-alls on the ep stream, the ring's passes on the cp stream
         assert np.any(a["stream"] == sim.STREAMS.index("ep" if key == "moe" else "cp"))
-    # no two events overlap on one stream (unit, stream)
-    key = a["unit"] * len(sim.STREAMS) + a["stream"]
-    order = np.lexsort((a["start"], key))
-    same = key[order][1:] == key[order][:-1]
-    assert np.all(a["start"][order][1:][same] >= a["end"][order][:-1][same] - 1e-12)
-    # every dependency is done (to its fraction) before the operation starts
-    for i, deps in enumerate(a["deps"]):
-        for j, frac in deps or ():
-            ready = a["start"][j] + frac * (a["end"][j] - a["start"][j])
-            assert ready <= a["start"][i] + 1e-12
-    # the last event ends at the step time; the breakdown adds up to it
-    assert max(e.end_s for e in tr.events) == pytest.approx(tr.step_s, rel=1e-12)
-    assert sum(tr.breakdown.values()) == pytest.approx(tr.step_s, rel=1e-9)
-    # the critical path is a chain from 0 to the step's end
-    path = tr.critical_path()
-    assert path[-1].end_s == pytest.approx(tr.step_s)
-    for x, y in zip(path, path[1:], strict=False):
-        assert x.start_s <= y.start_s + 1e-12
+    check_trace(tr)  # streams, dependencies, the last event, the breakdown, the critical path
 
 
 def test_pipeline_only_equals_the_pipeline_simulation():
