@@ -94,11 +94,12 @@ def site_url():
     server.server_close()
 
 
-@pytest.fixture(scope="session")
-def driver(tmp_path_factory):
-    """Headless Debian Chromium, offline but for 127.0.0.1, with its console and network
-    logged (one browser for the session)."""
-    from selenium import webdriver  # never skipped: CI must fail without a browser
+def chromium_options(profile, window, *extra):
+    """Headless Debian Chromium's options: no sandbox, no GPU, a ``window`` (width, height)
+    in px, its own ``profile`` folder, and nothing but localhost resolving, so that a page
+    that needs the network fails loudly; ``extra`` arguments added. Fails (never skips) when
+    Chromium or its driver is missing: CI must fail without a browser."""
+    from selenium import webdriver
 
     for path in (CHROMIUM, CHROMEDRIVER):
         if not Path(path).exists():
@@ -109,18 +110,31 @@ def driver(tmp_path_factory):
         "--headless=new",
         "--no-sandbox",
         "--disable-gpu",
+        f"--window-size={window[0]},{window[1]}",
+        f"--user-data-dir={profile}",
+        "--host-resolver-rules=MAP * ~NOTFOUND , EXCLUDE localhost, EXCLUDE 127.0.0.1",
+        *extra,
+    ):
+        options.add_argument(arg)
+    return options
+
+
+@pytest.fixture(scope="session")
+def driver(tmp_path_factory):
+    """Headless Debian Chromium, offline but for 127.0.0.1, with its console and network
+    logged (one browser for the session)."""
+    from selenium import webdriver  # never skipped: CI must fail without a browser
+
+    options = chromium_options(
+        tmp_path_factory.mktemp("chromium-profile"),
+        DESKTOP_PX,
         "--disable-background-networking",
         "--disable-component-update",
         "--disable-sync",
         "--disable-quic",
         "--no-first-run",
         "--hide-scrollbars",
-        f"--window-size={DESKTOP_PX[0]},{DESKTOP_PX[1]}",
-        f"--user-data-dir={tmp_path_factory.mktemp('chromium-profile')}",
-        # Nothing but localhost resolves: a page that needs the network fails loudly.
-        "--host-resolver-rules=MAP * ~NOTFOUND , EXCLUDE localhost, EXCLUDE 127.0.0.1",
-    ):
-        options.add_argument(arg)
+    )
     options.set_capability("goog:loggingPrefs", {"browser": "ALL", "performance": "ALL"})
     service = webdriver.ChromeService(executable_path=CHROMEDRIVER)
     drv = webdriver.Chrome(options=options, service=service)

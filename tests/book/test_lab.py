@@ -39,7 +39,7 @@ from repo_paths import ROOT, TOOLS
 
 sys.path[:0] = [str(TOOLS), str(Path(__file__).resolve().parent)]
 import notebook as N  # noqa: E402
-from browser_pages import CHROMEDRIVER, CHROMIUM, wait_for  # noqa: E402
+from browser_pages import CHROMEDRIVER, chromium_options, wait_for  # noqa: E402
 
 JUPYTER = Path(sys.executable).with_name("jupyter")
 CHAPTERS = [p.relative_to(ROOT).as_posix() for p in N.chapter_paths(ROOT)]
@@ -111,20 +111,7 @@ def lab_url(tmp_path_factory):
 def lab_driver(tmp_path_factory):
     from selenium import webdriver
 
-    for path in (CHROMIUM, CHROMEDRIVER):
-        if not Path(path).exists():
-            pytest.fail(f"{path} is missing: run tools/ensure-chromium")
-    options = webdriver.ChromeOptions()
-    options.binary_location = CHROMIUM
-    for arg in (
-        "--headless=new",
-        "--no-sandbox",
-        "--disable-gpu",
-        "--window-size=1400,1000",
-        f"--user-data-dir={tmp_path_factory.mktemp('chromium-lab')}",
-        "--host-resolver-rules=MAP * ~NOTFOUND , EXCLUDE localhost, EXCLUDE 127.0.0.1",
-    ):
-        options.add_argument(arg)
+    options = chromium_options(tmp_path_factory.mktemp("chromium-lab"), (1400, 1000))
     drv = webdriver.Chrome(options=options, service=webdriver.ChromeService(CHROMEDRIVER))
     drv.set_script_timeout(60)
     yield drv
