@@ -219,6 +219,35 @@ def test_replay_equals_the_pipeline_simulation(name, v):
         assert rp.order[r] == [f"{k}{j}" + (f"c{c}" if c else "") for k, j, c in ref.ops(r)]
 
 
+@pytest.mark.parametrize("name, v", [("1f1b", 1), ("zb-h1", 1), ("zb-v", 2), ("interleaved", 2)])
+def test_observed_delays_recover_the_delays_a_replay_ran_with(name, v):
+    """A replay's own timeline, read back as a run's operations, gives back the message and
+    host delays it ran with, and replaying with them reproduces it (to float precision)."""
+    from scaleout.sim import replay
+
+    p, m, t_comm, t_host = 4, 8, 0.3, 0.05
+    rng = np.random.default_rng(0)
+    durations = [(1.0 + rng.random(len(o))).tolist() for o in PP.stage_order(name, p, m, v)]
+    run = replay.pipeline(name, p, m, durations, t_comm=t_comm, v=v, t_host=t_host)
+    ops = [list(zip(run.order[r], run.start[r], run.end[r], strict=True)) for r in range(p)]
+    message, host = replay.observed_delays(name, p, m, ops, v=v)
+    assert (message, host) == (pytest.approx(t_comm), pytest.approx(t_host))
+    again = replay.pipeline(name, p, m, durations, t_comm=message, v=v, t_host=host)
+    assert again.step_s == pytest.approx(run.step_s, rel=1e-9)
+    # without the host's gaps the same operations finish sooner
+    assert replay.pipeline(name, p, m, durations, t_comm=t_comm, v=v).step_s < run.step_s
+
+
+def test_observed_delays_refuse_a_run_of_another_shape():
+    from scaleout.sim import replay
+
+    ops = [[("F0", 0.0, 1.0)]] * 2
+    with pytest.raises(ValueError, match="ops"):
+        replay.observed_delays("1f1b", 2, 2, ops)
+    with pytest.raises(ValueError, match="ops must be"):
+        replay.observed_delays("1f1b", 2, 2, "not a run")
+
+
 def test_replay_collective_names_the_slow_rank():
     from scaleout.sim import replay
 
