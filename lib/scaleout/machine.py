@@ -47,7 +47,7 @@ checks every public function and method of the library against the rule):
   ``topo`` first, as the C functions they replay take the ``ncclTopoSystem`` (or the
   communicator) first; they are the engine under :mod:`scaleout.nccl.model`, not its
   interface;
-* the planner's and the simulator's ``cluster`` (:class:`scaleout.planner.Cluster`, the
+* the planner's and the simulator's ``cluster`` (:class:`scaleout.planner.model.Cluster`, the
   job's whole hardware record: the GPU count and kind, the NCCL preset of its servers, NIC
   and datasheet overrides) stays the second positional argument of
   ``planner.predict(model, cluster, ...)`` and

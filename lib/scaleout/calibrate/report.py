@@ -22,7 +22,7 @@ def report(log: Log, nodes: int = 1, *, machine="dgx-h100", **kwargs) -> str:
     """The table (size, measured and model busbw, ratio, model's algorithm/protocol,
     regime), the verdicts, the line fit and the held-out corrections, as text, for ``log``
     on ``nodes`` servers of ``machine`` (``kwargs`` go to
-    :func:`~scaleout.calibrate.compare`)."""
+    :func:`~scaleout.calibrate.judge.compare`)."""
     checks.instance("log", log, Log)
     out = []
     c = compare(log, nodes, machine=machine, **kwargs)

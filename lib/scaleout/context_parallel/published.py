@@ -164,6 +164,7 @@ def _documents() -> tuple[tuple[int, ...], ...]:
     return tuple(tuple(int(d) for d in np.diff([0, *ends])) for ends in masks.values())
 
 
+#: The document lengths of each varlen benchmark mask (one GPU's tokens, in order).
 VARLEN_DOCUMENTS: tuple[tuple[int, ...], ...] = _documents()
 
 

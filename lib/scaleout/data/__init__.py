@@ -43,9 +43,11 @@ from pathlib import Path
 from .. import checks
 
 HERE = Path(__file__).resolve().parent
+#: The columns every file has, besides its setting and the optional ``key``.
 COLUMNS = ("value", "unit", "source", "locator", "kind", "uncertainty", "note")
 #: The optional column that names a row (unique in its file); not part of the setting.
 KEY = "key"
+#: How a number was obtained (the module docstring says what each means).
 KINDS = ("measured", "read-off", "stated", "assumed")
 #: The units a value may have; the integral ones are read as ``int``.
 UNITS = (
@@ -60,8 +62,9 @@ UNITS = (
     "ranks",  # nccl_logs/logs.csv (calibrate.published)
 )  # fmt: skip
 INTEGRAL_UNITS = ("count", "year", "generation", "bits")
-#: The files of this package (names without ``.csv``): every ``*.csv`` beside this module.
+#: The files of this package, every ``*.csv`` beside this module (names without ``.csv``).
 FILES = tuple(sorted(p.stem for p in HERE.glob("*.csv")))
+#: The most rows a file may have.
 MAX_ROWS = 100_000
 
 

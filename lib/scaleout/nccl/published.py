@@ -52,10 +52,11 @@ GIB = 2**30
 #: NVLS and no IB SHARP are "on design"; every other row reuses the constants off design.
 ON_DESIGN_PRESETS = ("dgx-a100", "dgx-h100")
 ON_DESIGN_ALGORITHMS = ("ring", "nvls")
-#: How the model rebuilds each ``machine`` of the CSV: a preset of :func:`topology` and the
-#: fields it overrides. H200 and H20 servers run as DGX H100 (the same NVLink, NVSwitch and
-#: NICs); an 8 x B200 server (HGX B200: NVLink 5, one NIC per GPU, Intel hosts) as eight GPUs
-#: of the NVL72 preset; "GB200 NVL72" is an NVLink domain of the GPUs used, one NIC per GPU.
+#: How the model rebuilds each ``machine`` of the CSV, a preset of
+#: :func:`scaleout.nccl.topo.topology` and the fields it overrides. H200 and H20 servers run
+#: as DGX H100 (the same NVLink, NVSwitch and NICs); an 8 x B200 server (HGX B200: NVLink 5,
+#: one NIC per GPU, Intel hosts) as eight GPUs of the NVL72 preset; "GB200 NVL72" is an
+#: NVLink domain of the GPUs used, one NIC per GPU.
 MACHINES = {
     "DGX A100": ("dgx-a100", {}),
     "DGX H100": ("dgx-h100", {}),

@@ -96,14 +96,15 @@ def _dependencies(name, p, v):
 def observed_delays(name, p, m, ops, v=1) -> tuple[float, float]:
     """The two delays a run adds between its operations, measured in the run itself:
     ``(message_s, host_s)``. ``ops[r]``: rank r's operations as (name, start_s, end_s) in
-    :func:`scaleout.pipeline.stage_order`'s order (what :func:`scaleout.sim.profiled.
-    pipeline_rank` returns). ``message_s``: the mean time from the end of an operation on
-    another rank to the start of the operation waiting for it, over the operations whose
-    rank was idle, waiting (the message and the receiver's wake-up); ``host_s``: the mean
-    gap between an operation's end and the next one's start on the same rank when the next
-    was not waiting for another rank (the host's work between two operations: Python, the
-    sends' bookkeeping, a wait for a core). Means, not medians: the step adds the gaps up,
-    and their distribution has a long tail (a wait for a core) that a median leaves out."""
+    :func:`scaleout.pipeline.stage_order`'s order (what
+    :func:`scaleout.sim.profiled.pipeline_rank` returns). ``message_s``: the mean time from
+    the end of an operation on another rank to the start of the operation waiting for it,
+    over the operations whose rank was idle, waiting (the message and the receiver's
+    wake-up); ``host_s``: the mean gap between an operation's end and the next one's start
+    on the same rank when the next was not waiting for another rank (the host's work
+    between two operations: Python, the sends' bookkeeping, a wait for a core). Means, not
+    medians: the step adds the gaps up, and their distribution has a long tail (a wait for
+    a core) that a median leaves out."""
     orders = PP.stage_order(name, p, m, v)
     if not isinstance(ops, list | tuple) or len(ops) != len(orders):
         raise checks.fail("ops", f"a list of {len(orders)} lists, one per rank", ops)
