@@ -54,8 +54,7 @@ UNITS = (
     "TFLOP/s", "GB", "TB/s", "MB", "W", "count", "year", "generation",  # gpus.csv
     "fraction", "%", "1", "probability", "GPUs", "Gb/s", "GB/s", "bytes", "s", "h", "days",
     "steps", "QPs", "parameters", "interruptions", "restarts", "hosts",
-    "ms", "us", "ns", "samples/s", "tokens/s", "tokens", "layers", "heads", "GiB", "MiB", "KiB",
-    "ratio", "x", "GPU-hours", "MB/s", "TB", "PFLOP/s",
+    "ms", "us", "samples/s", "tokens/s", "tokens", "layers", "heads", "ratio", "x", "TB",
     "GT/s", "bits",  # interconnect.csv
     "FLOP/s", "sequences",  # compute.csv, tensor_parallel.csv
     "iter/s",  # context_parallel.csv
