@@ -6,6 +6,18 @@ import pytest
 from scaleout import sim
 
 
+def draw_schedule(draw, st, p: int, max_k: int):
+    """A schedule valid on p stages and its micro-batch count m, drawn with hypothesis's
+    ``draw`` and strategies ``st``: m is a multiple of p (of 2p from p = 2), up to max_k of
+    them; the V schedules only on 2 or 4 stages, DualPipe-V with m >= 2p."""
+    m = draw(st.integers(1, max_k)) * p * (2 if p > 1 else 1)
+    names = ["1f1b", "gpipe", "zb-h1"] + (["zb-v", "dualpipe-v"] if p in (2, 4) else [])
+    name = draw(st.sampled_from(names))
+    if name == "dualpipe-v":
+        m = max(m, 2 * p)
+    return name, m
+
+
 def check_trace(tr) -> None:
     """No two events overlap on one stream of one unit; every dependency is done (to its
     fraction) before its operation starts; the last event ends at the step time; the breakdown

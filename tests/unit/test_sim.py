@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from sim_properties import check_trace
+from sim_properties import check_trace, draw_schedule
 
 from scaleout import pipeline as PP
 from scaleout import planner as PL
@@ -25,11 +25,7 @@ def configs(draw):
     p = draw(st.sampled_from([1, 2, 4, 8]))
     d = draw(st.sampled_from([1, 2, 4]))
     b = draw(st.sampled_from([1, 2]))
-    m = draw(st.integers(1, 4)) * p * (2 if p > 1 else 1)
-    names = ["1f1b", "gpipe", "zb-h1"] + (["zb-v", "dualpipe-v"] if p in (2, 4) else [])
-    name = draw(st.sampled_from(names))
-    if name == "dualpipe-v":
-        m = max(m, 2 * p)
+    name, m = draw_schedule(draw, st, p, 4)
     plan = PL.Plan(t=t, p=p, d=d, b=b, dp_overlap=draw(st.booleans()))
     extra, which = {}, draw(st.sampled_from(["none", "moe", "cp"]))
     divisors = [e for e in (1, 2, 4) if d % e == 0]

@@ -31,7 +31,7 @@ import numpy as np
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from sim_properties import check_trace
+from sim_properties import check_trace, draw_schedule
 
 from scaleout import planner as PL
 from scaleout import sim
@@ -135,11 +135,7 @@ def op_configs(draw):
     t = draw(st.sampled_from([1, 2, 4, 8]))
     p = draw(st.sampled_from([1, 2, 4]))
     d = draw(st.sampled_from([1, 2]))
-    m = draw(st.integers(1, 3)) * p * (2 if p > 1 else 1)
-    names = ["1f1b", "gpipe", "zb-h1"] + (["zb-v", "dualpipe-v"] if p in (2, 4) else [])
-    name = draw(st.sampled_from(names))
-    if name == "dualpipe-v":
-        m = max(m, 2 * p)
+    name, m = draw_schedule(draw, st, p, 3)
     sp = draw(st.booleans()) and t > 1
     overlap = draw(st.sampled_from(["none", "megatron"] + (["pipelined"] if sp else [])))
     plan = PL.Plan(t=t, p=p, d=d, b=1, sp=sp, overlap=overlap,
