@@ -55,3 +55,26 @@ def test_the_flush_is_for_ampere_and_earlier_simple_protocol_and_gpudirect():
 def test_bad_input_is_a_value_error(call):
     with pytest.raises(ValueError):
         call()
+
+
+def test_nccl_ib_defaults_are_the_rows_of_the_data_file(monkeypatch):
+    from scaleout import data
+    from scaleout.rdma import nccl_ib
+
+    rows = {v.key: v for v in data.load("nccl_ib")}
+    assert set(rows) == {"ib-timeout", "ib-retry-cnt", "ib-rnr-retry", "ib-ar-threshold"}
+    assert {v.source for v in rows.values()} == {"ncclnetib2273"}
+    assert all(v.locator.startswith("src/transport/net_ib.cc line ") for v in rows.values())
+    held = (R.NCCL_IB_TIMEOUT, R.NCCL_IB_RETRY_CNT, R.NCCL_IB_RNR_RETRY, R.NCCL_IB_AR_THRESHOLD)
+    assert held == tuple(
+        int(rows[k].value)
+        for k in ("ib-timeout", "ib-retry-cnt", "ib-rnr-retry", "ib-ar-threshold")
+    )
+    assert all(type(x) is int for x in held)
+    # The constants are read from the rows, not typed twice: an edited row changes them.
+    edited = [
+        v if v.key != "ib-timeout" else type(v)(**{**v.__dict__, "value": 18.0})
+        for v in data.load("nccl_ib")
+    ]
+    monkeypatch.setattr(nccl_ib._data, "load", lambda name: edited)
+    assert nccl_ib.ib_defaults()["ib-timeout"] == 18

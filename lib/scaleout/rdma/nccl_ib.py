@@ -25,8 +25,19 @@ Read from NCCL release 2.27.3 (tag v2.27.3-1; bibliography key ``ncclnetib2273``
 from __future__ import annotations
 
 from .. import checks
+from .. import data as _data
 
-NCCL_IB_AR_THRESHOLD = 8192  # bytes; net_ib.cc:122 (v2.27.3-1)
+
+def ib_defaults() -> dict[str, int]:
+    """NCCL's InfiniBand defaults, rows of ``data/nccl_ib.csv`` (release 2.27.3,
+    ``src/transport/net_ib.cc``): ``ib-timeout``, ``ib-retry-cnt``, ``ib-rnr-retry`` and
+    ``ib-ar-threshold`` (bytes), as ints."""
+    return {v.key: int(v.value) for v in _data.load("nccl_ib")}
+
+
+#: Bytes above which, with adaptive routing on, NCCL writes a message as plain RDMA writes
+#: and a separate write with immediate (``NCCL_IB_AR_THRESHOLD``, a row of ``data/nccl_ib.csv``).
+NCCL_IB_AR_THRESHOLD = ib_defaults()["ib-ar-threshold"]
 LINK_LAYERS = ("infiniband", "roce")
 PROTOCOLS = ("simple", "ll", "ll128")
 MAX_RECVS = 8  # NCCL_NET_IB_MAX_RECVS, net_ib.cc:833 (v2.27.3-1)

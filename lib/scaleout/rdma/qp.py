@@ -27,6 +27,9 @@ import math
 from dataclasses import dataclass, field
 
 from .. import checks
+from .nccl_ib import ib_defaults
+
+_IB = ib_defaults()
 
 PSN_MODULUS = 1 << 24  # PSNs and QP numbers are 24-bit (BTH)
 PATH_MTUS = (256, 512, 1024, 2048, 4096)  # IBV_MTU_256 .. IBV_MTU_4096
@@ -37,13 +40,13 @@ PATH_MIG_STATES = ("MIGRATED", "REARM", "ARMED")
 NIC_ERRORS = ("IBV_WC_RETRY_EXC_ERR", "IBV_WC_RNR_RETRY_EXC_ERR", "IBV_WC_REM_ACCESS_ERR",
               "IBV_WC_LOC_PROT_ERR", "IBV_WC_REM_OP_ERR")  # fmt: skip
 
-#: NCCL's defaults for every QP it connects: NCCL_PARAM(IbTimeout, "IB_TIMEOUT", 20) and
-#: NCCL_PARAM(IbRetryCnt, "IB_RETRY_CNT", 7) in src/transport/net_ib.cc (release 2.27.3;
-#: TIMEOUT was 14 up to 2.13, 18 from 2.14, 20 from 2.23); ``ncclIbRtsQp`` sets
-#: rnr_retry = 7 unconditionally.
-NCCL_IB_TIMEOUT = 20
-NCCL_IB_RETRY_CNT = 7
-NCCL_IB_RNR_RETRY = 7
+#: NCCL's defaults for every QP it connects, rows of ``data/nccl_ib.csv``:
+#: NCCL_PARAM(IbTimeout, "IB_TIMEOUT", 20) and NCCL_PARAM(IbRetryCnt, "IB_RETRY_CNT", 7) in
+#: src/transport/net_ib.cc (release 2.27.3; TIMEOUT was 14 up to 2.13, 18 from 2.14, 20 from
+#: 2.23); ``ncclIbRtsQp`` sets rnr_retry = 7 unconditionally.
+NCCL_IB_TIMEOUT = _IB["ib-timeout"]
+NCCL_IB_RETRY_CNT = _IB["ib-retry-cnt"]
+NCCL_IB_RNR_RETRY = _IB["ib-rnr-retry"]
 RNR_RETRY_INFINITE = 7
 
 _CUR = ("CUR_STATE",)
