@@ -453,9 +453,11 @@ def test_published_records_are_the_csv_rows():
     assert counts == [(by["v3-total"], by["v3-active"]), (by["mixtral-total"],
                       by["mixtral-active"]), (by["switch-c-total"], None)]  # fmt: skip
     t = moe.DEEPSEEK_V3_TRAINING
-    assert (t.gpus, t.pp, t.ep, t.tp) == tuple(
-        by[f"v3-train-{q}"] for q in ("gpus", "pp", "ep", "tp")
+    assert (t.gpus, t.pp, t.ep, t.tp, t.seq, t.batch) == tuple(
+        by[f"v3-train-{q}"] for q in ("gpus", "pp", "ep", "tp", "seq", "batch")
     )
+    assert type(t.seq) is int and type(t.batch) is int
+    assert moe.published.DEEPSEEK_V3_HEADS == by["v3-heads"] == 128
     net = moe.H800_NETWORK
     assert (net.nvlink_gb_per_s, net.network_gb_per_s) == (by["h800-nvlink"], by["h800-rdma"])
     assert moe.FP8_SCALE_BYTES_PER_ELEMENT == 4 / by["v3-fp8-tile"]

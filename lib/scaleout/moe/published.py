@@ -92,6 +92,8 @@ DEEPSEEK_V3 = MoEModel(
     shared_experts=_v3["shared_experts"],
     source=_V3_CONFIG + "; the multi-token-prediction module (14B) is not counted",
 )  # fmt: skip
+#: DeepSeek-V3's attention heads (config ``n_heads``), for a dense model of its width.
+DEEPSEEK_V3_HEADS = _v3["heads"]
 _mix = _shape("mixtral", _MOE_FIELDS + ("heads", "kv_heads", "head_dim"))
 MIXTRAL_8X7B = MoEModel(
     "Mixtral 8x7B", **{f: _mix[f] for f in _MOE_FIELDS},
@@ -132,7 +134,9 @@ PUBLISHED_COUNTS = (
 
 @dataclass(frozen=True)
 class TrainingSetup:
-    """How a published MoE model was trained: GPUs, parallel degrees, routing."""
+    """How a published MoE model was trained: GPUs, parallel degrees, routing, and where
+    the source states them, its sequence length ``seq`` and (final) global ``batch`` in
+    sequences."""
 
     model: str
     gpus: int
@@ -142,6 +146,8 @@ class TrainingSetup:
     tp: int
     max_nodes_per_token: int | None
     source: str
+    seq: int | None = None
+    batch: int | None = None
 
     def __post_init__(self):
         checks.text("model", self.model, 80)
@@ -154,6 +160,10 @@ class TrainingSetup:
         if self.max_nodes_per_token is not None:
             checks.integer("max_nodes_per_token", self.max_nodes_per_token, 1, g)
         checks.text("source", self.source, 1000)
+        if self.seq is not None:
+            checks.integer("seq", self.seq, 1, 2**24)
+        if self.batch is not None:
+            checks.integer("batch", self.batch, 1, 2**30)
 
     @property
     def dp(self) -> int:
@@ -176,7 +186,9 @@ DEEPSEEK_V3_TRAINING = TrainingSetup(
     max_nodes_per_token=_int("v3-train-max-nodes"),
     source=_V3_PAPER + ", Sec. 3.1 (2048 H800, 8 per node, NVLink/NVSwitch inside, "
     "InfiniBand across) and Sec. 3.2 (16-way PP, 64-way EP spanning 8 nodes, ZeRO-1 DP; "
-    "no TP); Sec. 2.1.2 and 3.2.2 (each token sent to at most M = 4 nodes)",
+    "no TP); Sec. 2.1.2 and 3.2.2 (each token sent to at most M = 4 nodes); Sec. 4.2 "
+    "(sequences of 4K, the final batch of 15,360 sequences)",
+    seq=_int("v3-train-seq"), batch=_int("v3-train-batch"),
 )  # fmt: skip
 
 #: DeepSeek's H800 nodes as DeepEP and the V3 report describe them, NVLink about 160 GB/s

@@ -14,6 +14,7 @@ import plotly.graph_objects as go
 
 from .. import checks
 from .. import failures as F
+from .. import transformer as TF
 from ..failures.renewal import MAX_GPUS
 from .theme import rank_color, template
 
@@ -27,8 +28,12 @@ STRATEGY_COLOR = {
 }
 #: The explorer's fixed grid of intervals in seconds, 1 minute to 24 hours (shared by all states).
 EXPLORER_INTERVALS = np.geomspace(60.0, 86400.0, 40)
-#: The explorer's models and their parameter counts.
-EXPLORER_MODELS = {"8B": 8e9, "70B": 70e9, "405B": 405e9, "1T": 1e12}
+#: The explorer's models and their parameter counts: Llama 3 at the sizes its paper states
+#: (rows of ``data/models.csv``) and a round 1T.
+EXPLORER_MODELS = {
+    **{m: float(TF.stated_params(f"Llama 3 {m}")) for m in ("8B", "70B", "405B")},
+    "1T": 1e12,  # a round size, no published model
+}
 
 
 @functools.cache
