@@ -18,6 +18,7 @@ BASELINES = {
     ),
     "activation_bytes": call(2048, 1, 12288, 96, "none", 8, True, False),
     "gpt_params": call(96, 12288, 2048, 51200),
+    "stated_params": call("GPT-3 175B"),
     "model": call("GPT-3 175B"),
 }
 SKIP = {"Shape": "a mixin of derived properties: takes no arguments, holds no state"}
