@@ -59,6 +59,7 @@ UNITS = (
     "FLOP/s", "sequences",  # compute.csv, tensor_parallel.csv
     "iter/s",  # context_parallel.csv
     "ranks",  # nccl_logs/logs.csv (calibrate.published)
+    "100 Mb/s",  # nccl_constants.csv (NCCL's unit of PCIe lane speed)
 )  # fmt: skip
 INTEGRAL_UNITS = ("count", "year", "generation", "bits")
 #: The files of this package, every ``*.csv`` beside this module (names without ``.csv``).
