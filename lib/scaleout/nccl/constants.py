@@ -1,11 +1,20 @@
 """The constants of NCCL's cost model, each with the file and lines it comes from.
 
 Pinned release: NCCL ``v2.27.7-1`` (https://github.com/NVIDIA/nccl/tree/v2.27.7-1). Every
-number the model uses is a :class:`Constant` of :data:`CONSTANTS`: its value as this module
-stores it, and the :class:`Source` (file and line range in that release) where NCCL states
-it. ``tests/unit/test_nccl.py`` checks that every stored number is written at those lines,
-which ``tests/fixtures/nccl_cited_lines.json`` holds (only the cited lines, with the release's
-commit; ``tools/nccl_cited_lines.py`` writes them from a clone). Nothing here is fitted.
+number the model uses is a :class:`Constant` of :data:`CONSTANTS`: its value, and the
+:class:`Source` (file and line range in that release) where NCCL states it. The numbers are
+rows of ``lib/scaleout/data/nccl_constants.csv`` (read with :func:`scaleout.data.load`), one
+number a row: ``name`` (the constant), ``i``, ``j``, ``k`` (its position in the nested
+value, counted from 0; empty below the constant's depth, all empty for a single number; rows
+may differ in length), ``literal`` (the number as NCCL writes it: ``2*141.0``, ``.6``,
+``NCCL_STEPS/4``; empty for an entry NCCL leaves unlisted, which C sets to 0), then
+``value``, ``unit``, ``source`` (``nccl2277``, the release in ``references.bib``),
+``locator`` (``Source.label``: ``file:first-last``), ``kind`` (``stated``) and ``note``.
+A number is an ``int`` where its literal has no decimal point, else a ``float``; what each
+constant means is prose, kept here. ``tests/unit/test_nccl.py`` checks that every number and
+literal is written at its lines, which ``tests/fixtures/nccl_cited_lines.json`` holds (only
+the cited lines, with the release's commit; ``tools/nccl_cited_lines.py`` writes them from a
+clone). Nothing here is fitted.
 
 Units follow NCCL: latencies in microseconds, bandwidths in GB/s (1e9 bytes/s) *per
 channel* unless named otherwise. Indices follow NCCL's own order (``nccl_common.h``):
