@@ -16,7 +16,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from repo_paths import FIXTURES
 
-from scaleout import costmodel, nccl
+from scaleout import costmodel, data, nccl
 from scaleout.demos.nccl import main as demo_main
 from scaleout.nccl import constants as C
 from scaleout.nccl import p2p, published, search, tuning, wire
@@ -72,6 +72,79 @@ def test_every_constant_is_written_at_its_cited_lines(name):
         assert any(np.isclose(x, w, rtol=1e-9, atol=0) for w in written) or x == 0, (
             f"{name} = {x} is not written at {const.source.label} of {C.RELEASE}"
         )
+
+
+def _positions(value, index=()):
+    """(index tuple, number) of every number of a number or nested tuple, in order."""
+    if isinstance(value, tuple):
+        for n, x in enumerate(value):
+            yield from _positions(x, (*index, n))
+    else:
+        yield index, value
+
+
+def test_the_constants_are_the_rows_of_nccl_constants_csv():
+    """Issue 24: every number of CONSTANTS is one row of data/nccl_constants.csv, in file
+    order: its name, its position (i, j, k), its value and type (int where NCCL's literal has
+    no decimal point), the Source its locator."""
+    rows = data.load("nccl_constants")
+    mine = [(name, index, x, c.source.label)
+            for name, c in C.CONSTANTS.items() for index, x in _positions(c.value)]  # fmt: skip
+    assert len(rows) == len(mine) == 353
+    for v, (name, index, x, label) in zip(rows, mine, strict=True):
+        assert (v.get("name"), tuple(int(v.get(c)) for c in "ijk" if v.get(c))) == (name, index)
+        assert v.value == x and type(x) is (float if "." in v.get("literal") else int)
+        assert (v.locator, v.source, v.kind) == (label, "nccl2277", "stated")
+    # rows of different lengths come back as they are in the file
+    assert [len(r) for r in C.CONSTANTS["speed_intra"].value] == [13, 11, 11]
+    assert [len(r) for r in C.CONSTANTS["speed_inter"].value] == [19, 17, 18]
+
+
+def test_the_constants_follow_the_file():
+    """A changed, dropped or misplaced row changes the constants or is refused."""
+    rows = data.load("nccl_constants")
+
+    def at(v, name, *index):
+        return v.get("name") == name and tuple(v.get(c) for c in "ijk") == tuple(
+            [str(i) for i in index] + [""] * (3 - len(index))
+        )
+
+    changed = C._build(tuple(dataclasses.replace(v, value=2 * v.value)
+                             if at(v, "hw_latency_us", 0, 4, 2) else v for v in rows))  # fmt: skip
+    assert changed["hw_latency_us"].value[0][4] == (0, 0, 50)
+    assert changed["hw_latency_us"].value[0][5] == (0, 0, 25)
+    shorter = C._build(tuple(v for v in rows if not at(v, "speed_intra", 1, 10)))
+    assert [len(r) for r in shorter["speed_intra"].value] == [13, 10, 11]
+    lines = "src/graph/tuning.cc:350-351"
+    moved = C._build(tuple(dataclasses.replace(v, locator=lines)
+                           if at(v, "simple_net_overhead_factor") else v
+                           for v in rows))  # fmt: skip
+    assert moved["simple_net_overhead_factor"].source == C.Source("src/graph/tuning.cc", 350, 351)
+    with pytest.raises(ValueError, match="speed_intra"):  # a hole in the indices
+        C._build(tuple(v for v in rows if not at(v, "speed_intra", 1, 5)))
+    with pytest.raises(ValueError, match="rows"):  # a constant without rows
+        C._build(tuple(v for v in rows if v.get("name") != "pci_bw"))
+
+
+def test_every_literal_is_written_at_its_cited_lines():
+    """The CSV's ``literal`` is NCCL's text: written at the cited lines, and its arithmetic
+    is the row's value; an entry NCCL leaves unlisted (C sets it to 0) has none."""
+    steps = C.CONSTANTS["steps_per_buffer"].value
+    for v in data.load("nccl_constants"):
+        literal = v.get("literal")
+        if not literal:
+            assert v.value == 0 and "not listed" in v.note, v
+            continue
+        assert literal in _release_lines(C.CONSTANTS[v.get("name")].source), v
+        number = re.fullmatch(r"([\d.]+)(?:([*/])([\d.]+))?", literal)
+        if number is None:
+            expected = steps // int(re.fullmatch(r"NCCL_STEPS/(\d+)", literal)[1])
+        elif number[2] is None:
+            expected = float(number[1])
+        else:
+            a, b = float(number[1]), float(number[3])
+            expected = a * b if number[2] == "*" else a / b
+        assert v.value == expected, v
 
 
 @pytest.mark.skipif(not (NCCL_SRC / "HEAD").exists() and not (NCCL_SRC / ".git").exists(),
@@ -372,8 +445,6 @@ def test_alltoall_rows_cover_single_and_multi_node_and_rank_them():
 def test_published_records_are_built_from_nccl_csv(monkeypatch):
     """Issue 24: every number of MEASUREMENTS, ALLTOALL and NCCL_PRINTED is a row of
     data/nccl.csv (one record per table and label, in file order)."""
-    from scaleout import data
-
     rows = data.load("nccl")
     # every row is read: three tables, and each record's quantities are ones the module reads
     assert {v.get("table") for v in rows} == {"measurements", "alltoall", "nccl printed"}

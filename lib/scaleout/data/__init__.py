@@ -12,6 +12,8 @@ names them). The files, and what reads them:
   and NIC tables and the link presets of :mod:`scaleout.hardware`;
 * ``models.csv`` (``model``, ``field``): :data:`scaleout.transformer.MODELS`;
 * ``attention.csv``: FlashAttention's rates in :mod:`scaleout.compute.flash`;
+* ``nccl_constants.csv`` (``name``, ``i``, ``j``, ``k``, ``literal``): NCCL's cost-model
+  constants, :data:`scaleout.nccl.constants.CONSTANTS`;
 * ``compute.csv``, ``tensor_parallel.csv``, ``pipeline.csv``, ``zero.csv``, ``moe.csv``,
   ``context_parallel.csv``, ``nccl.csv``, ``rdma.csv``, ``congestion.csv``, ``failures.csv``:
   the ``published`` module of the chapter's package (``scaleout.<name>.published``, or
@@ -61,6 +63,7 @@ UNITS = (
     "FLOP/s", "sequences",  # compute.csv, tensor_parallel.csv
     "iter/s",  # context_parallel.csv
     "ranks",  # nccl_logs/logs.csv (calibrate.published)
+    "100 Mb/s",  # nccl_constants.csv (NCCL's unit of PCIe lane speed)
 )  # fmt: skip
 INTEGRAL_UNITS = ("count", "year", "generation", "bits")
 #: The files of this package, every ``*.csv`` beside this module (names without ``.csv``).
