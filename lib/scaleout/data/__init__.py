@@ -10,7 +10,8 @@ names them). The files, and what reads them:
 * ``gpus.csv`` (``gpu``, ``field``): :data:`scaleout.hardware.GPUS`;
 * ``interconnect.csv`` (``table``, ``row``, ``field``): the NVLink, NVSwitch, system, PCIe
   and NIC tables and the link presets of :mod:`scaleout.hardware`;
-* ``models.csv`` (``model``, ``field``): :data:`scaleout.transformer.MODELS`;
+* ``models.csv`` (``model``, ``field``): :data:`scaleout.transformer.MODELS` and
+  :func:`scaleout.transformer.stated_params`;
 * ``attention.csv``: FlashAttention's rates in :mod:`scaleout.compute.flash`;
 * ``nccl_constants.csv`` (``name``, ``i``, ``j``, ``k``, ``literal``): NCCL's cost-model
   constants, :data:`scaleout.nccl.constants.CONSTANTS`;
