@@ -259,8 +259,9 @@ def _shape_fields(name: str) -> dict:
 
 def stated_params(name) -> int:
     """The parameter count the source of model ``name`` (a key of :data:`MODELS`) states for
-    it, its ``stated_params`` row in ``data/models.csv`` (GPT-3's 175.0B and 1.3B, Llama 3's
-    8B, 70B and 405B): the round number a text means by the model's size, where
+    it, its ``stated_params`` row in ``data/models.csv`` (GPT-3's 175.0B, 1.3B and 350M,
+    Llama 3's 8B, 70B and 405B, Narayanan et al.'s Table 1 from 1.7B to 1T, which it
+    counts as 1008.0B): the round number a text means by the model's size, where
     :attr:`Transformer.params` counts the shape (174.6B for GPT-3 175B)."""
     checks.choice("name", name, tuple(MODELS))
     rows = [v for v in _data.load("models")
@@ -291,18 +292,19 @@ def _llama(name):
 
 #: The models the book names, keyed by name; every shape is a row of ``data/models.csv``
 #: with its source: GPT-3 175B, Brown et al. 2020, Table 2.1 (96 layers, h = 12,288,
-#: 96 heads, s = 2,048; V = 51,200 as in Narayanan et al.); GPT-3 1.3B, the same table's
-#: GPT-3 XL (24 layers, h = 2,048, 16 heads of 128: the row's n_heads = 24 does not divide
-#: h); Llama 2 70B, Touvron et al. 2023, Table 1 and the released config (80 layers,
-#: h = 8,192, 64 heads, 8 KV heads, SwiGLU FFN 28,672, V = 32,000, s = 4,096); Llama 3 8B,
-#: 70B and 405B, Llama team 2024 (arXiv 2407.21783), Table 3 (V = 128,256 in the released
-#: tokenizer; s = 8,192 in the main pre-training stage); and Narayanan et al.'s Table 1
-#: (:data:`NARAYANAN_TABLE1`). The Llamas use SwiGLU, rotary positions and untied output
-#: layers (the papers' architecture sections). The sizes their sources state:
-#: :func:`stated_params`.
+#: 96 heads, s = 2,048; V = 51,200 as in Narayanan et al.); GPT-3 1.3B and 350M, the same
+#: table's GPT-3 XL (24 layers, h = 2,048, 16 heads of 128: the row's n_heads = 24 does not
+#: divide h) and GPT-3 Medium (24 layers, h = 1,024, 16 heads); Llama 2 70B, Touvron et
+#: al. 2023, Table 1 and the released config (80 layers, h = 8,192, 64 heads, 8 KV heads,
+#: SwiGLU FFN 28,672, V = 32,000, s = 4,096); Llama 3 8B, 70B and 405B, Llama team 2024
+#: (arXiv 2407.21783), Table 3 (V = 128,256 in the released tokenizer; s = 8,192 in the main
+#: pre-training stage); and Narayanan et al.'s Table 1 (:data:`NARAYANAN_TABLE1`). The
+#: Llamas use SwiGLU, rotary positions and untied output layers (the papers' architecture
+#: sections). The sizes their sources state: :func:`stated_params`.
 MODELS: dict[str, Transformer] = {
     "GPT-3 175B": _gpt("GPT-3 175B"),
     "GPT-3 1.3B": _gpt("GPT-3 1.3B"),
+    "GPT-3 350M": _gpt("GPT-3 350M"),
     "Llama 2 70B": _llama("Llama 2 70B"),
     "Llama 3 8B": _llama("Llama 3 8B"),
     "Llama 3 70B": _llama("Llama 3 70B"),

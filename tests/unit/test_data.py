@@ -254,14 +254,15 @@ def test_the_model_registry_is_built_from_models_csv():
     for v in data.load("models"):
         m = T.MODELS[v.get("model")]
         if v.get("field") == "stated_params":  # the size the source states, not a shape field
-            assert T.stated_params(m.name) == v.value and 0.98 < m.params / v.value < 1.02, v
+            # the stated size is rounded (1.7B for 1.65B counted): within 3.5% of the count
+            assert T.stated_params(m.name) == v.value and 0.965 < m.params / v.value < 1.035, v
         else:
             assert getattr(m, v.get("field")) == v.value, v
         seen.add(v.get("model"))
     assert seen == set(T.MODELS)
     for m in T.MODELS.values():  # the fields a model has no row for are the dataclass defaults
         rows = {v.get("field") for v in data.load("models") if v.get("model") == m.name}
-        assert {"layers", "hidden", "heads", "seq", "vocab"} <= rows, m.name
+        assert {"layers", "hidden", "heads", "seq", "vocab", "stated_params"} <= rows, m.name
 
 
 def test_flash_rates_are_the_rows_of_attention_csv():

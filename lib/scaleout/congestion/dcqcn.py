@@ -27,6 +27,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from .. import checks
+from . import published as _published
 
 MAX_SENDERS = 1024
 MAX_STEPS = 100_000
@@ -34,21 +35,20 @@ MAX_WORK = 1 << 24  # senders x steps
 MAX_DURATION_S = 0.25
 MAX_POINTS = 2000
 
-#: The paper's parameters (names as in the paper; units in the names).
+_ROWS = {r.quantity: r.value for r in _published.rows("DCQCN")}
+#: The paper's parameters (names as in the paper; units in the names), the DCQCN rows of
+#: ``data/congestion.csv``: the marking thresholds Kmin, Kmax and Pmax, the gain g, the CNP
+#: interval tau, the alpha update interval tau', the rate-increase timer T, the byte
+#: counter B, the fast-recovery steps F and the additive increase R_AI.
 DEFAULTS = {
-    "Kmin_bytes": 5e3,
-    "Kmax_bytes": 200e3,
-    "Pmax": 0.01,
-    "g": 1 / 256,
-    "tau_s": 50e-6,  # CNP generation interval (the NP's timer)
-    "tau_prime_s": 55e-6,  # alpha update interval
-    "T_s": 55e-6,  # rate-increase timer
-    "B_bytes": 10e6,  # byte counter
-    "F": 5,  # fast-recovery steps
-    "R_AI_gbps": 0.04,  # additive increase, 40 Mb/s
-}
-#: Assumptions of the book's model, not the paper's (see data/congestion.csv).
-ASSUMED = {"packet_bytes": 1000.0, "tau_star_s": 10e-6, "dt_s": 5e-6}
+    name: int(_ROWS[name]) if name == "F" else _ROWS[name]
+    for name in ("Kmin_bytes", "Kmax_bytes", "Pmax", "g", "tau_s", "tau_prime_s", "T_s",
+                 "B_bytes", "F", "R_AI_gbps")
+}  # fmt: skip
+#: Assumptions of the book's model, not the paper's: the packet size and the control loop's
+#: delay (rows of data/congestion.csv, kind "assumed") and the integration step ``dt_s``.
+ASSUMED = {"packet_bytes": _ROWS["packet_bytes"], "tau_star_s": _ROWS["tau_star_s"],
+           "dt_s": 5e-6}  # fmt: skip
 
 
 @dataclass(frozen=True)
