@@ -30,12 +30,23 @@ must have been.
 Every published number here (the runs' GPUs, batches and measured teraFLOP/s, the GPUs per
 server) is a row of ``scaleout/data/zero.csv`` with its references.bib key, locator and kind;
 the runs' shapes are :data:`scaleout.transformer.MODELS`' (rows of ``data/models.csv``).
+
+The same file holds what the ZeRO paper itself prints of model-state memory (Rajbhandari et
+al., SC20, arXiv 1910.02054), which chapter 6 compares with
+:func:`scaleout.memory.model_state_bytes`: :data:`TABLE1`, the 54 entries of its Table 1 (GB
+per device for 7.5B, 128B and 1T parameters, :data:`TABLE1_MODELS`, at the DP degrees
+:data:`TABLE1_DPS`, for P_os, P_os+g and P_os+g+p; bold where a 32 GB V100,
+:data:`TABLE1_GPU_GB`, holds them), and :data:`FIGURE1`, the four values of its Figure 1
+(7.5B parameters, N_d = 64). Each is a :class:`PrintedMemory` holding the value as printed
+and its printed digits; :func:`printed_rule` says how a computed value becomes the printed
+one (rounded half up or truncated to those digits).
 """
 
 from __future__ import annotations
 
 import math
 from dataclasses import dataclass
+from decimal import ROUND_DOWN, ROUND_HALF_UP, Decimal
 
 from . import checks, data, deepspeed_zero3, memory, nccl, transformer
 
@@ -229,3 +240,91 @@ def fit_comm_slowdown(run: Zero3Run, rate, pricing="whole") -> float:
     if comm <= compute:
         raise checks.fail("run", "a run that is communication-bound at this rate", run.name)
     return comm / comm_seconds(run, pricing)
+
+
+# ------------------------------------------------------ the ZeRO paper's printed memory values
+#: The ZeRO paper's stage names (Table 1's and Figure 1's headers) -> the stage of
+#: :data:`scaleout.memory.STAGES`.
+PAPER_STAGES = {"baseline": 0, "P_os": 1, "P_os+g": 2, "P_os+g+p": 3}
+_PRINTED_DIGITS = 6  # the most digits after the point a printed value may have
+
+
+@dataclass(frozen=True)
+class PrintedMemory:
+    """One per-device model-state memory the ZeRO paper prints: ``gb`` (GB, as printed, with
+    ``decimals`` digits after the point) for a model ``model`` of ``params`` parameters at DP
+    degree ``dp`` and ZeRO ``stage`` (0 plain DP, 1 P_os, 2 P_os+g, 3 P_os+g+p), at
+    ``locator`` in the paper (Table 1 or Figure 1)."""
+
+    locator: str
+    model: str
+    params: float
+    dp: int
+    stage: int
+    gb: float
+    decimals: int
+
+    def __post_init__(self):
+        checks.text("locator", self.locator, 200)
+        checks.text("model", self.model, 40)
+        checks.positive("params", self.params, 1e15)
+        checks.integer("dp", self.dp, 1, MAX_GPUS)
+        checks.choice("stage", self.stage, tuple(PAPER_STAGES.values()))
+        checks.nonnegative("gb", self.gb, 1e9)
+        checks.integer("decimals", self.decimals, 0, _PRINTED_DIGITS)
+
+    @property
+    def printed(self) -> str:
+        """The value as the paper prints it."""
+        return f"{self.gb:.{self.decimals}f}"
+
+
+def printed_rule(entry: PrintedMemory, gb) -> str:
+    """How ``entry``'s printed value follows from a computed ``gb`` (GB): "exact" (equal),
+    "rounded" (``gb`` rounded half up to the printed digits gives it), "truncated" (``gb`` cut
+    after the printed digits gives it, and rounding does not), or "" (neither: they disagree).
+    ``gb`` is first taken to 12 significant digits, dropping the float noise of a byte count."""
+    checks.instance("entry", entry, PrintedMemory)
+    gb = Decimal(f"{checks.nonnegative('gb', gb, 1e12):.12g}")
+    printed, unit = Decimal(entry.printed), Decimal(1).scaleb(-entry.decimals)
+    if gb == printed:
+        return "exact"
+    if gb.quantize(unit, ROUND_HALF_UP) == printed:
+        return "rounded"
+    return "truncated" if gb.quantize(unit, ROUND_DOWN) == printed else ""
+
+
+def _decimals(v: data.Value) -> int:
+    """The digits a printed value has after the point: its shortest decimal form's (the paper
+    prints no trailing zeros: 30, 7.5, 0.47)."""
+    text = repr(v.value)
+    if "e" in text or "E" in text:
+        raise ValueError(f"zero.csv row {v.key!r} must be a plain decimal, got {text}")
+    return 0 if v.value == int(v.value) else len(text.split(".")[1])
+
+
+def _printed(prefix: str, params: dict) -> tuple[PrintedMemory, ...]:
+    """The per-device memory rows whose key starts with ``prefix``, in the file's order."""
+    return tuple(
+        PrintedMemory(v.locator, v.get("model"), params[v.get("model")], int(v.get("dp")),
+                      PAPER_STAGES[v.get("stage")], v.value, _decimals(v))
+        for v in _DATA
+        if v.key.startswith(prefix) and v.get("quantity") == "per-device memory"
+    )  # fmt: skip
+
+
+def _sizes(prefix: str) -> dict:
+    return {v.get("model"): v.value for v in _DATA
+            if v.key.startswith(prefix) and v.get("quantity") == "parameters"}  # fmt: skip
+
+
+#: Table 1's models, label -> parameters (its column headers: 7.5B, 128B, 1T).
+TABLE1_MODELS: dict[str, float] = _sizes("table1-")
+#: Table 1's 54 entries, DP degree by DP degree (its rows), models and stages as printed.
+TABLE1: tuple[PrintedMemory, ...] = _printed("table1-", TABLE1_MODELS)
+#: Table 1's DP degrees N_d (its rows): 1, 4, 16, 64, 256, 1024.
+TABLE1_DPS: tuple[int, ...] = tuple(dict.fromkeys(e.dp for e in TABLE1))
+#: The memory of the GPU Table 1 bolds the entries that fit (its caption: 32 GB V100s), GB.
+TABLE1_GPU_GB: float = next(v.value for v in _DATA if v.key == "table1-device-memory")
+#: Figure 1's worked example: 7.5B parameters at N_d = 64, plain DP and the three stages.
+FIGURE1: tuple[PrintedMemory, ...] = _printed("fig1-", _sizes("fig1-"))

@@ -12,6 +12,8 @@ BASELINES = {
     "predict": call(Z.SC21_ZERO3[0], 144e12, comm_slowdown=2.0),
     "fit_rate": call(Z.SC21_ZERO3[0]),
     "fit_comm_slowdown": call(Z.SC21_ZERO3[2], 144e12),
+    "PrintedMemory": call("Table 1", "1T", 1e12, 64, 1, 4187.0, 0),
+    "printed_rule": call(Z.TABLE1[0], 120.0),
 }
 
 # A measured rate so small the fitted compute rate would underflow to 0 (issue 31).

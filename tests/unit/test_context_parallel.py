@@ -376,6 +376,15 @@ def test_published_records_are_the_csv_rows():
         v.value for v in pick("llama3", "printed_dp")
     ]
     assert P.TOKENS_PER_BATCH == pick("llama3", "tokens_per_batch")[0].value == 2**24
+    striped = {v.get("quantity"): v for v in rows if v.get("table") == "striped"}
+    s = P.STRIPED_TPU
+    assert (s.devices, s.seq, s.speedup) == tuple(
+        striped[q].value for q in ("devices", "seq", "speedup")
+    )
+    assert type(s.devices) is int and type(s.seq) is int and s.accelerator == "TPUv4"
+    assert (s.devices, s.seq, s.speedup) == (16, 768 * 1024, 1.65)  # "786k" read as 768 x 1,024
+    assert striped["seq"].kind == "assumed" and "786k" in striped["seq"].note
+    assert {v.source for v in striped.values()} == {"brandon2023striped"}
 
 
 # ------------------------------------------------------------------ documents, rates, GEMMs

@@ -220,8 +220,17 @@ def test_interconnect_tables_are_built_from_the_csv():
     for r in I.SYSTEMS:
         fields = by[("system", r.name)]
         for field in ("gpus_per_server", "nics_per_server", "nic_gbit_per_s",
-                      "all_to_all_tb_per_s", "memory_tb"):  # fmt: skip
+                      "all_to_all_tb_per_s", "memory_tb", "quoted_nvlink_tb_per_s"):  # fmt: skip
             assert getattr(r, field) == fields.get(field), (r.name, field)
+    nvl72 = hardware.system("GB200 NVL72")  # the quoted 130 TB/s: 72 x 1.8 TB/s, rounded
+    assert nvl72.quoted_nvlink_tb_per_s == by[("system", "GB200 NVL72")]["quoted_nvlink_tb_per_s"]
+    total = nvl72.nvlink_per_gpu.to("TB/s", "bidirectional") * nvl72.gpus_per_nvlink_domain
+    assert round(total) == nvl72.quoted_nvlink_tb_per_s == 130.0 and total != 130.0
+    assert "quoted" not in repr(nvl72)  # the records' repr and equality are unchanged
+    gen4 = I.NVSWITCH_GENERATIONS[-1]  # the tray: 2 chips, 144 ports, 14.4 TB/s
+    assert gen4.chips_per_tray == by[("nvswitch", "4")]["chips_per_tray"] == 2
+    assert gen4.chips_per_tray * gen4.ports == 144 and "chips_per_tray" not in repr(gen4)
+    assert gen4.chips_per_tray * gen4.chip_gb_per_s_bidirectional == 14_400
     for r in I.PCIE_GENERATIONS:
         f = by[("pcie", str(r.generation))]
         assert (r.gt_per_s, r.encoding) == (

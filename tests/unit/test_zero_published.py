@@ -96,3 +96,69 @@ def test_per_call_pricing_leaves_a_smaller_slowdown_and_ranks_right():
     assert pred[4] > pred[1] and pred[5] > pred[2]
     with pytest.raises(ValueError, match="pricing"):
         Z.comm_seconds(rows[0], "per-module")
+
+
+# ZeRO (Rajbhandari et al., SC20, arXiv 1910.02054), Table 1 as printed, row N_d by row N_d:
+# 7.5B, 128B, 1T, each P_os, P_os+g, P_os+g+p (GB per device); Figure 1: N_d = 64, 7.5B.
+PRINTED_TABLE1 = {
+    1: "120 120 120 2048 2048 2048 16000 16000 16000",
+    4: "52.5 41.3 30 896 704 512 7000 5500 4000",
+    16: "35.6 21.6 7.5 608 368 128 4750 2875 1000",
+    64: "31.4 16.6 1.88 536 284 32 4187 2218 250",
+    256: "30.4 15.4 0.47 518 263 8 4046 2054 62.5",
+    1024: "30.1 15.1 0.12 513 257 2 4011 2013 15.6",
+}
+PRINTED_FIGURE1 = ["120", "31.4", "16.6", "1.9"]
+
+
+def test_table1_records_are_the_csv_rows_as_printed():
+    from scaleout import data
+
+    rows = [v for v in data.load("zero") if v.key.startswith("table1-")]
+    cells = [v for v in rows if v.get("quantity") == "per-device memory"]
+    assert len(Z.TABLE1) == len(cells) == 54
+    for e, v in zip(Z.TABLE1, cells, strict=True):
+        assert (e.model, e.dp, e.gb, e.locator) == (v.get("model"), int(v.get("dp")), v.value,
+                                                    v.locator)  # fmt: skip
+        assert e.stage == Z.PAPER_STAGES[v.get("stage")] and v.kind == "stated"
+        assert e.params == Z.TABLE1_MODELS[e.model]
+    # the records print exactly what the paper prints (digits included: 30, 1.88, 0.47)
+    assert [e.printed for e in Z.TABLE1] == " ".join(PRINTED_TABLE1.values()).split()
+    assert [e.printed for e in Z.FIGURE1] == PRINTED_FIGURE1
+    assert Z.TABLE1_DPS == tuple(PRINTED_TABLE1) and Z.TABLE1_GPU_GB == 32.0
+    assert Z.TABLE1_MODELS == {"7.5B": 7.5e9, "128B": 128e9, "1T": 1e12}
+    assert {(e.params, e.dp) for e in Z.FIGURE1} == {(7.5e9, 64)}
+    assert [e.stage for e in Z.FIGURE1] == [0, 1, 2, 3]
+    # the entries noted as truncated in the file are the ones printed as cut whole numbers
+    noted = {v.key for v in cells if "truncated" in v.note}
+    assert len(noted) == 8 and all(v.value == int(v.value) for v in cells if v.key in noted)
+
+
+def test_the_formula_reproduces_table1_and_figure1():
+    rules = {e: Z.printed_rule(e, M.model_state_bytes(e.params, e.stage, e.dp).total / 1e9)
+             for e in Z.TABLE1 + Z.FIGURE1}  # fmt: skip
+    assert "" not in rules.values()
+    table = [rules[e] for e in Z.TABLE1]
+    assert (table.count("exact"), table.count("rounded"), table.count("truncated")) == (33, 13, 8)
+    # whole numbers are cut (4187 for 4187.5), values with decimals rounded half up (41.3)
+    assert all(e.decimals == 0 for e in Z.TABLE1 if rules[e] == "truncated")
+    assert all(e.decimals > 0 for e in Z.TABLE1 if rules[e] == "rounded")
+    assert [rules[e] for e in Z.FIGURE1] == ["exact", "rounded", "rounded", "rounded"]
+
+
+def test_printed_rule():
+    e = Z.PrintedMemory("Table 1", "1T", 1e12, 64, 1, 4187.0, 0)
+    assert Z.printed_rule(e, 4187.5) == "truncated" and Z.printed_rule(e, 4187.0) == "exact"
+    assert Z.printed_rule(e, 4186.6) == "rounded" and Z.printed_rule(e, 4188.0) == ""
+    half = Z.PrintedMemory("Table 1", "7.5B", 7.5e9, 4, 2, 41.3, 1)
+    assert half.printed == "41.3" and Z.printed_rule(half, 41.25) == "rounded"  # half up
+    assert Z.printed_rule(half, 41.25 + 1e-13) == "rounded"  # float noise is dropped
+    assert Z.printed_rule(half, 41.2) == "" and Z.printed_rule(half, 41.39) == "truncated"
+    with pytest.raises(ValueError, match="entry"):
+        Z.printed_rule("41.3", 41.25)
+    with pytest.raises(ValueError, match="gb"):
+        Z.printed_rule(half, float("nan"))
+    with pytest.raises(ValueError, match="stage"):
+        Z.PrintedMemory("Table 1", "7.5B", 7.5e9, 4, 5, 41.3, 1)
+    with pytest.raises(ValueError, match="decimals"):
+        Z.PrintedMemory("Table 1", "7.5B", 7.5e9, 4, 2, 41.3, -1)

@@ -38,11 +38,17 @@ models of :mod:`~scaleout.context_parallel.ring` and :mod:`~scaleout.context_par
   prints 4, which neither the GPU count (16,384 / (8 x 16 x 16) = 8) nor the batch (16M tokens /
   131,072 / 16 sequences per DP rank = 8) allows; :attr:`LlamaSetup.dp` is the 8 both imply.
 
+* :data:`~scaleout.context_parallel.published.STRIPED_TPU`: Striped Attention (Brandon et al.,
+  arXiv 2311.09431), abstract: up to 1.65x end-to-end speedup over the original (contiguous)
+  Ring Attention on 16 TPUv4 chips at "786k" tokens, which the book reads as 786,432 =
+  768 x 1,024 (the abstract gives no exact count).
+
 Every number comes from ``scaleout/data/context_parallel.csv`` (the book's long format, loaded by
 :func:`scaleout.data.load`): one number a row with its unit, references.bib key, locator and
 kind; the setting columns ``table`` (batch, varlen, usp, llama3), ``quantity``, ``gpu``,
 ``passes``, ``method`` (the source's column name: ``ring_attn``, ``zigzag_ring``, ...),
-``ulysses``, ``packed`` (``qkvpack`` or ``no_packed``), ``row`` and ``index``.
+``ulysses``, ``packed`` (``qkvpack`` or ``no_packed``), ``row`` and ``index`` (and the
+table ``striped``: its ``devices``, ``seq`` and ``speedup``).
 """
 
 from __future__ import annotations
@@ -62,6 +68,8 @@ __all__ = [
     "VARLEN_DOCUMENTS",
     "LlamaSetup",
     "RingBenchmark",
+    "STRIPED_TPU",
+    "StripedSpeedup",
     "UspBenchmark",
 ]
 
@@ -285,3 +293,28 @@ LLAMA3_SETUPS: tuple[LlamaSetup, ...] = tuple(
                _int(f"llama3-row{row}-printed-dp"), _int(f"llama3-row{row}-batch-per-dp"))
     for row in dict.fromkeys(v.get("row") for v in _table("llama3", "gpus"))
 )  # fmt: skip
+
+
+@dataclass(frozen=True)
+class StripedSpeedup:
+    """A measured end-to-end speedup of Striped Attention over the original (contiguous) Ring
+    Attention: ``speedup`` on ``devices`` ``accelerator`` chips at ``seq`` tokens, causal
+    transformer training."""
+
+    devices: int
+    seq: int
+    speedup: float
+    accelerator: str = "TPUv4"
+    source: str = "Brandon et al. 2023, arXiv 2311.09431, abstract"
+
+    def __post_init__(self):
+        checks.integer("devices", self.devices, 1, 2**20)
+        checks.integer("seq", self.seq, 1, 2**26)
+        checks.positive("speedup", self.speedup, 1e6)
+        checks.text("accelerator", self.accelerator, 40)
+        checks.text("source", self.source, 400)
+
+
+#: Striped Attention's 1.65x on 16 TPUv4 chips at 786K (786,432) tokens (its abstract).
+STRIPED_TPU = StripedSpeedup(_int("striped-tpu-devices"), _int("striped-tpu-seq"),
+                             _BY_KEY["striped-tpu-speedup"].value)  # fmt: skip

@@ -4,7 +4,7 @@ source; rows not confirmed in a primary source are marked ``secondary``.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from .. import checks
 from .links import _YEARS, MAX_LINKS, _note, _same, _source, table_fields
@@ -92,7 +92,9 @@ NVLINK_GENERATIONS: tuple[NVLinkGeneration, ...] = tuple(
 
 @dataclass(frozen=True)
 class NVSwitchGeneration:
-    """One NVSwitch generation: the chip, the system it first shipped in, its domains."""
+    """One NVSwitch generation: the chip, the system it first shipped in, its domains;
+    ``chips_per_tray`` the switch chips of one NVLink Switch tray, where NVIDIA states it
+    (kept out of the record's repr and equality)."""
 
     generation: int
     year: int
@@ -109,11 +111,14 @@ class NVSwitchGeneration:
     source: str
     secondary: bool = False
     note: str = ""
+    chips_per_tray: int | None = field(default=None, repr=False, compare=False)
 
     def __post_init__(self):
         checks.integer("generation", self.generation, 1, 20)
         checks.integer("year", self.year, *_YEARS)
         checks.integer("nvlink_generation", self.nvlink_generation, 1, 20)
+        if self.chips_per_tray is not None:
+            checks.integer("chips_per_tray", self.chips_per_tray, 1, 64)
         ports = checks.integer("ports", self.ports, 1, 4096)
         port = checks.positive("port_gb_per_s_bidirectional", self.port_gb_per_s_bidirectional)
         chip = checks.positive("chip_gb_per_s_bidirectional", self.chip_gb_per_s_bidirectional)
@@ -168,7 +173,10 @@ class System:
     """A GPU system: its NVLink domain and, for servers, its NICs (None where the row is
     an NVLink domain spanning servers). ``all_to_all_tb_per_s`` is the all-to-all
     bandwidth a vendor quotes for an NVLink domain spanning servers (the direction is not
-    stated); ``memory_tb`` the memory its GPUs reach over NVLink, where quoted."""
+    stated); ``memory_tb`` the memory its GPUs reach over NVLink, where quoted;
+    ``quoted_nvlink_tb_per_s`` the domain's aggregate NVLink bandwidth as the vendor rounds
+    it (GB200 NVL72's 130 TB/s for 72 x 1.8 TB/s; kept out of the record's repr and
+    equality)."""
 
     name: str
     year: int
@@ -183,6 +191,7 @@ class System:
     all_to_all_tb_per_s: float | None = None  # as quoted, for multi-server NVLink domains
     memory_tb: float | None = None  # memory reachable over NVLink, as quoted
     note: str = ""
+    quoted_nvlink_tb_per_s: float | None = field(default=None, repr=False, compare=False)
 
     def __post_init__(self):
         checks.text("name", self.name, 80)
@@ -211,6 +220,8 @@ class System:
         if self.memory_tb is not None:
             checks.positive("memory_tb", self.memory_tb, 1e6)
         _note(self.note)
+        if self.quoted_nvlink_tb_per_s is not None:
+            checks.positive("quoted_nvlink_tb_per_s", self.quoted_nvlink_tb_per_s, 1e6)
 
     @property
     def nvlink_per_gpu(self) -> Bandwidth:
