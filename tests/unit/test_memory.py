@@ -10,65 +10,19 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from scaleout import memory as M
+from scaleout import zero_published as ZP
 from scaleout.demos import zero as Z
 
 GB = 1e9
 
-# ZeRO (Rajbhandari et al., SC20, arXiv 1910.02054), Table 1: per-device memory in GB of
-# P_os, P_os+g, P_os+g+p for 7.5B, 128B and 1T parameters (K = 12), transcribed as printed.
-# The paper rounds some entries and truncates others (4187.5 is printed 4187), so a computed
-# value must lie within one unit of the last printed digit.
-PAPER_TABLE1 = {
-    7.5e9: {
-        1: ("120", "120", "120"),
-        4: ("52.5", "41.3", "30"),
-        16: ("35.6", "21.6", "7.5"),
-        64: ("31.4", "16.6", "1.88"),
-        256: ("30.4", "15.4", "0.47"),
-        1024: ("30.1", "15.1", "0.12"),
-    },
-    128e9: {
-        1: ("2048", "2048", "2048"),
-        4: ("896", "704", "512"),
-        16: ("608", "368", "128"),
-        64: ("536", "284", "32"),
-        256: ("518", "263", "8"),
-        1024: ("513", "257", "2"),
-    },
-    1e12: {
-        1: ("16000", "16000", "16000"),
-        4: ("7000", "5500", "4000"),
-        16: ("4750", "2875", "1000"),
-        64: ("4187", "2218", "250"),
-        256: ("4046", "2054", "62.5"),
-        1024: ("4011", "2013", "15.6"),
-    },
-}
-# Bold in Table 1: the combinations that fit a cluster of 32 GB V100s.
+# ZeRO (Rajbhandari et al., SC20, arXiv 1910.02054), Table 1 (rows of data/zero.csv, checked
+# against the formula in tests/unit/test_zero_published.py). Bold in Table 1: the
+# combinations that fit a cluster of 32 GB V100s.
 PAPER_BOLD = [(7.5e9, 1, 64), (7.5e9, 2, 16), (7.5e9, 3, 4), (128e9, 3, 64), (1e12, 3, 1024)]
 
 
-def _unit(printed: str) -> float:
-    return 10.0 ** -(len(printed.split(".")[1]) if "." in printed else 0)
-
-
-@pytest.mark.parametrize("psi", sorted(PAPER_TABLE1))
-def test_paper_table1(psi):
-    for nd, row in PAPER_TABLE1[psi].items():
-        for stage, printed in zip((1, 2, 3), row, strict=True):
-            got = M.model_state_bytes(psi, stage, nd).total / GB
-            assert abs(got - float(printed)) < _unit(printed), (psi, nd, stage, got, printed)
-
-
-def test_paper_worked_example():
-    """Section 5 and Figure 1: psi = 7.5B, N_d = 64 -> 120, 31.4, 16.6, 1.9 GB."""
-    totals = [M.model_state_bytes(7.5e9, s, 64).total / GB for s in M.STAGES]
-    assert totals == [120.0, 31.40625, 16.640625, 1.875]
-    assert [round(t, 1) for t in totals] == [120.0, 31.4, 16.6, 1.9]
-
-
 def test_bold_cells_are_where_32gb_v100s_first_fit():
-    dps = sorted(PAPER_TABLE1[7.5e9])
+    dps = list(ZP.TABLE1_DPS)
     for psi, stage, nd in PAPER_BOLD:
         need = M.min_dp_to_fit(psi, stage, gpu_bytes=32e9)
         assert need is not None and need <= nd
@@ -79,7 +33,7 @@ def test_bold_cells_are_where_32gb_v100s_first_fit():
     assert M.min_dp_to_fit(7.5e9, 0, gpu_bytes=32e9) is None  # plain DP never fits
     # The caption calls the bold entries "the combinations for which the model can fit", but
     # only the first fitting column of each row is bold: larger N_d fit too.
-    cells = [(psi, s, nd) for psi, rows in PAPER_TABLE1.items() for nd in rows for s in (1, 2, 3)]
+    cells = [(e.params, e.stage, e.dp) for e in ZP.TABLE1]
     fits = [c for c in cells if M.model_state_bytes(*c).total <= 32e9]
     assert set(PAPER_BOLD) < set(fits) and len(fits) == 3 + 4 + 5 + 3 + 1
     assert (7.5e9, 1, 256) in fits and (7.5e9, 1, 256) not in PAPER_BOLD
@@ -587,7 +541,7 @@ def test_zero_table1_figure_bolds_the_papers_entries():
     from scaleout.viz import memory as VM
 
     psis = {"7.5B": 7.5e9, "128B": 128e9, "1T": 1e12}
-    dps = sorted(PAPER_TABLE1[7.5e9])
+    dps = list(ZP.TABLE1_DPS)
     fig = VM.zero_table1(psis, dps, 32e9)
     heat = fig.data[0]
     keys = [(psi, s) for psi in psis.values() for s in (1, 2, 3)]
