@@ -15,6 +15,7 @@ from scaleout import compute, nccl
 from scaleout import memory as MEM
 from scaleout import planner as PL
 from scaleout.nccl import p2p
+from scaleout.planner.baselines import baseline_seconds
 from scaleout.viz import planner as VP
 
 TINY = PL.Model("tiny", 4, 64, 4, seq=32, vocab=128)
@@ -184,9 +185,7 @@ def test_baselines_are_fitted_like_the_planner_and_do_worse():
     assert round(bubble.rank["Narayanan Fig. 13, B = 128"], 2) == -0.6
     assert math.isnan(bubble.rank["Narayanan Fig. 15, B = 512"])  # p = 1: no bubble
     r = next(x for x in PL.runs() if x.key == "F16 B=128 b=1")
-    assert PL.published.baseline_seconds(r, 1e14, False) < PL.published.baseline_seconds(
-        r, 1e14, True
-    )
+    assert baseline_seconds(r, 1e14, False) < baseline_seconds(r, 1e14, True)
 
 
 def test_figure_sweeps_come_from_the_scripts_and_the_planner_picks_the_measured_best():
@@ -203,7 +202,7 @@ def test_figure_sweeps_come_from_the_scripts_and_the_planner_picks_the_measured_
     assert len(sweeps) == 9 and all(round(sw.rho, 2) >= 0.8 for sw in sweeps)
     assert [sw.sweep for sw in sweeps if not sw.match] == ["Narayanan Fig. 13, B = 128"]
     # with planner.non_gemm the measured best is the planner's best in all nine
-    assert all(sw.match for sw in PL.published.figure_sweeps(non_gemm=True))
+    assert all(sw.match for sw in PL.figure_sweeps(non_gemm=True))
     assert all(sw.gap < 0.05 for sw in sweeps)  # the measured best within 5 % of ours
     with pytest.raises(ValueError, match="x must be one of"):
         PL.published.fig_plan(16, 3)

@@ -23,7 +23,29 @@ Taught in chapter 15, "Putting it together" (``chapters/15_planner.ipynb``). The
   per GPU generation, fitted on declared rows), held-out error and skill.
 """
 
+from .baselines import (
+    Baseline,
+    BestPlan,
+    SweepResult,
+    baselines,
+    figure_sweeps,
+    rank_by_params,
+    table1_best,
+)
 from .comm import BUCKET_PARAMS
+from .fit import (
+    GROUPS,
+    Errors,
+    Row,
+    SizeErrors,
+    Summary,
+    calibration,
+    errors_by_size,
+    errors_of,
+    flops_per_gpu,
+    summary,
+    validation,
+)
 from .model import (
     GENERATION,
     GPT3,
@@ -38,29 +60,7 @@ from .model import (
     model_from_table,
     training_days,
 )
-from .published import (
-    FIG_SWEEPS,
-    GROUPS,
-    Baseline,
-    BestPlan,
-    Errors,
-    Row,
-    Run,
-    SizeErrors,
-    Summary,
-    SweepResult,
-    baselines,
-    calibration,
-    errors_by_size,
-    errors_of,
-    figure_sweeps,
-    flops_per_gpu,
-    rank_by_params,
-    runs,
-    summary,
-    table1_best,
-    validation,
-)
+from .published import FIG_SWEEPS, Run, runs
 from .search import MAX_PLANS, Grid, Space, candidates, divisors, grid, search
 from .step import (
     OVERLAPS,

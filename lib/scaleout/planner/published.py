@@ -32,13 +32,14 @@ interleaving of Table 2, MT-NLG's micro-batch) the run lists the plausible value
 statistic is also reported as the range it takes over those values
 (:class:`~scaleout.planner.fit.Errors`).
 
-Calibration: one constant per GPU generation, a multiplier on the compute model's time,
-fitted (least squares on the log of predicted over measured step time, golden-section
-search) on the runs marked ``fit`` and nothing else; every other run is held out.
-Baselines (:func:`~scaleout.planner.baselines.baselines`, in :mod:`scaleout.planner.baselines`
-and re-exported here), fitted the same way on the same runs: one executed-FLOP/s
-rate per GPU generation, and that rate with the pipeline bubble; and, for ranking, the
-parameter count (:func:`~scaleout.planner.baselines.rank_by_params`).
+Calibration (:mod:`scaleout.planner.fit`, which reads the runs from here): one constant per
+GPU generation, a multiplier on the compute model's time, fitted (least squares on the log
+of predicted over measured step time, golden-section search) on the runs marked ``fit`` and
+nothing else; every other run is held out. Baselines
+(:func:`~scaleout.planner.baselines.baselines`, in :mod:`scaleout.planner.baselines`; the
+package :mod:`scaleout.planner` exports both), fitted the same way on the same runs: one
+executed-FLOP/s rate per GPU generation, and that rate with the pipeline bubble; and, for
+ranking, the parameter count (:func:`~scaleout.planner.baselines.rank_by_params`).
 Skill: Spearman's rank correlation of predicted against measured executed FLOP/s per GPU
 within each sweep (runs that vary one thing); in every figure sweep whether the
 planner's best run is the measured best (:func:`~scaleout.planner.baselines.figure_sweeps`);
@@ -453,34 +454,3 @@ def runs() -> tuple[Run, ...]:
     return tuple(
         _table1() + _table2() + _korthikanti() + _mtnlg() + _bloom() + _h100() + _figures()
     )
-
-
-# Re-exported: the calibration, validation and error summaries live in
-# :mod:`scaleout.planner.fit`, the baselines and the skill on choices in
-# :mod:`scaleout.planner.baselines` (imported last: they build on the names above).
-from .baselines import (  # noqa: E402, F401  (re-exported: chapters and tests import them here)
-    BASELINES,
-    Baseline,
-    BestPlan,
-    SweepResult,
-    baseline_seconds,
-    baselines,
-    figure_sweeps,
-    rank_by_params,
-    table1_best,
-)
-from .fit import (  # noqa: E402, F401  (re-exported: chapters and tests import them here)
-    GROUPS,
-    SMALL_HIDDEN,
-    Errors,
-    Row,
-    SizeErrors,
-    Summary,
-    calibration,
-    errors_by_size,
-    errors_of,
-    executed_flops,
-    flops_per_gpu,
-    summary,
-    validation,
-)

@@ -20,7 +20,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from .. import checks, stats
-from ..planner import published as PB
+from ..planner import fit as PF
 from .step import simulate
 
 
@@ -54,9 +54,9 @@ class Comparison:
 def published() -> tuple[Comparison, ...]:
     """Every published run, planner and simulator (about 10-40 s: 75 simulations)."""
     out = []
-    for row in PB.validation():
+    for row in PF.validation():
         r = row.run
-        k = PB.calibration(r.cluster.generation)
+        k = PF.calibration(r.cluster.generation)
         tr = simulate(r.model, r.cluster, r.batch, r.plan, calibration=k)
         out.append(Comparison(r.key, row.predicted_s, tr.step_s, row.measured_s, r.split,
                               r.sweep, dict(row.prediction.parts), dict(tr.breakdown)))  # fmt: skip
