@@ -243,8 +243,8 @@ def fit_comm_slowdown(run: Zero3Run, rate, pricing="whole") -> float:
 
 
 # ------------------------------------------------------ the ZeRO paper's printed memory values
-#: The ZeRO paper's stage names (Table 1's and Figure 1's headers) -> the stage of
-#: :data:`scaleout.memory.STAGES`.
+#: The ZeRO paper's stage names (the headers of Table 1 and Figure 1), each mapped to its
+#: stage number in ``scaleout.memory.STAGES``.
 PAPER_STAGES = {"baseline": 0, "P_os": 1, "P_os+g": 2, "P_os+g+p": 3}
 _PRINTED_DIGITS = 6  # the most digits after the point a printed value may have
 
@@ -318,13 +318,15 @@ def _sizes(prefix: str) -> dict:
             if v.key.startswith(prefix) and v.get("quantity") == "parameters"}  # fmt: skip
 
 
-#: Table 1's models, label -> parameters (its column headers: 7.5B, 128B, 1T).
+#: Table 1's models by label, with their parameter counts (its column headers 7.5B, 128B
+#: and 1T).
 TABLE1_MODELS: dict[str, float] = _sizes("table1-")
 #: Table 1's 54 entries, DP degree by DP degree (its rows), models and stages as printed.
 TABLE1: tuple[PrintedMemory, ...] = _printed("table1-", TABLE1_MODELS)
-#: Table 1's DP degrees N_d (its rows): 1, 4, 16, 64, 256, 1024.
+#: Table 1's DP degrees N_d, its rows (1, 4, 16, 64, 256 and 1024).
 TABLE1_DPS: tuple[int, ...] = tuple(dict.fromkeys(e.dp for e in TABLE1))
-#: The memory of the GPU Table 1 bolds the entries that fit (its caption: 32 GB V100s), GB.
+#: The memory in GB of the GPU whose fit Table 1 marks in bold (its caption says 32 GB
+#: V100s).
 TABLE1_GPU_GB: float = next(v.value for v in _DATA if v.key == "table1-device-memory")
-#: Figure 1's worked example: 7.5B parameters at N_d = 64, plain DP and the three stages.
+#: Figure 1's worked example, 7.5B parameters at N_d = 64, plain DP and the three stages.
 FIGURE1: tuple[PrintedMemory, ...] = _printed("fig1-", _sizes("fig1-"))

@@ -45,7 +45,7 @@ DEFAULTS = {
     for name in ("Kmin_bytes", "Kmax_bytes", "Pmax", "g", "tau_s", "tau_prime_s", "T_s",
                  "B_bytes", "F", "R_AI_gbps")
 }  # fmt: skip
-#: Assumptions of the book's model, not the paper's: the packet size and the control loop's
+#: Assumptions of the book's model, not the paper's, the packet size and the control loop's
 #: delay (rows of data/congestion.csv, kind "assumed") and the integration step ``dt_s``.
 ASSUMED = {"packet_bytes": _ROWS["packet_bytes"], "tau_star_s": _ROWS["tau_star_s"],
            "dt_s": 5e-6}  # fmt: skip

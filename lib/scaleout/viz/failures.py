@@ -28,7 +28,7 @@ STRATEGY_COLOR = {
 }
 #: The explorer's fixed grid of intervals in seconds, 1 minute to 24 hours (shared by all states).
 EXPLORER_INTERVALS = np.geomspace(60.0, 86400.0, 40)
-#: The explorer's models and their parameter counts: Llama 3 at the sizes its paper states
+#: The explorer's models and their parameter counts, Llama 3 at the sizes its paper states
 #: (rows of ``data/models.csv``) and a round 1T.
 EXPLORER_MODELS = {
     **{m: float(TF.stated_params(f"Llama 3 {m}")) for m in ("8B", "70B", "405B")},
