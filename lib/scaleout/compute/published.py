@@ -231,3 +231,12 @@ def _table4() -> tuple[LayerMeasurement, ...]:
 #: (19.6, 19.0, 27.2, 20.9, 20.3 ms, rows of their own in the file) and "Overhead" the
 #: combined time over the first row's.
 KORTHIKANTI_TABLE4: tuple[LayerMeasurement, ...] = _table4()
+
+
+def _narayanan_gpt3() -> dict:
+    return {v.get("quantity"): _whole(v) for v in _rows("NARAYANAN_GPT3")}
+
+
+#: Narayanan et al.'s GPT-3 175B run (their Sec. 5.1): ``tflops`` achieved per GPU (eq. 3
+#: FLOPs, full recomputation) on ``gpus`` A100s, from ``compute.csv``.
+NARAYANAN_GPT3: dict = _narayanan_gpt3()
