@@ -324,10 +324,13 @@ def test_compute_records_are_the_rows_of_compute_csv():
         ms = {v.get("quantity"): v.value for v in table4 if v.get("experiment") == r.experiment}
         assert (r.forward_ms, r.backward_ms) == (ms["forward_ms"], ms["backward_ms"])
         assert round(r.combined_ms, 1) == ms["combined_ms"]
-    gpt3 = _by_record("compute", "NARAYANAN_GPT3")
-    assert P.NARAYANAN_GPT3 == {v.get("quantity"): v.value for v in gpt3} and len(gpt3) == 2
-    assert all(type(v) is int for v in P.NARAYANAN_GPT3.values())
-    assert all(v.source == "narayanan2021megatron" and "5.1" in v.locator for v in gpt3)
+    sec51 = _by_record("compute", "NARAYANAN_SEC51")
+    built: dict = {}
+    for v in sec51:
+        built.setdefault(v.get("experiment"), {})[v.get("quantity")] = v.value
+    assert P.NARAYANAN_SEC51 == built and list(built) == ["GPT-3 175B", "1T"] and len(sec51) == 4
+    assert all(type(x) is int for d in P.NARAYANAN_SEC51.values() for x in d.values())
+    assert all(v.source == "narayanan2021megatron" and "Sec. 5.1" in v.locator for v in sec51)
 
 
 def test_tensor_parallel_records_are_the_rows_of_tensor_parallel_csv():

@@ -233,10 +233,15 @@ def _table4() -> tuple[LayerMeasurement, ...]:
 KORTHIKANTI_TABLE4: tuple[LayerMeasurement, ...] = _table4()
 
 
-def _narayanan_gpt3() -> dict:
-    return {v.get("quantity"): _whole(v) for v in _rows("NARAYANAN_GPT3")}
+def _narayanan_sec51() -> dict:
+    out: dict = {}
+    for v in _rows("NARAYANAN_SEC51"):
+        out.setdefault(v.get("experiment"), {})[v.get("quantity")] = _whole(v)
+    return out
 
 
-#: Narayanan et al.'s GPT-3 175B run (their Sec. 5.1): ``tflops`` achieved per GPU (eq. 3
-#: FLOPs, full recomputation) on ``gpus`` A100s, from ``compute.csv``.
-NARAYANAN_GPT3: dict = _narayanan_gpt3()
+#: Narayanan et al.'s end-to-end training-time examples (their Sec. 5.1), from
+#: ``compute.csv``: GPT-3 175B's ``tflops`` per GPU (eq. 3 FLOPs, full recomputation) on
+#: ``gpus`` A100s; the 1T model's assumed ``tokens`` and the ``days`` the paper estimates
+#: (its GPUs and TFLOP/s are Table 1's 1T row, ``planner.published``).
+NARAYANAN_SEC51: dict = _narayanan_sec51()
