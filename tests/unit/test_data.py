@@ -282,6 +282,12 @@ def test_flash_rates_are_the_rows_of_attention_csv():
     assert F.FA3_BACKWARD_FLOPS_PER_S == rows["fa3-backward-hd128-16k"].value * 1e12
     assert F.BACKWARD_FACTOR == rows["fa2-backward-factor"].value
     assert rows["fa3-forward-causal-hd128-16k"].get("mask") == "causal"
+    assert F.FA2_A100_PEAK_FRACTION == (
+        rows["fa2-a100-peak-fraction-low"].value,
+        rows["fa2-a100-peak-fraction-high"].value,
+    )
+    assert all(rows[f"fa2-a100-peak-fraction-{e}"].source == "dao2023flashattention2"
+               for e in ("low", "high"))  # fmt: skip
 
 
 def _by_record(name: str, record: str) -> list:
