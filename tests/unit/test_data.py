@@ -337,6 +337,9 @@ def test_compute_records_are_the_rows_of_compute_csv():
     assert P.NARAYANAN_SEC51 == built and list(built) == ["GPT-3 175B", "1T"] and len(sec51) == 4
     assert all(type(x) is int for d in P.NARAYANAN_SEC51.values() for x in d.values())
     assert all(v.source == "narayanan2021megatron" and "Sec. 5.1" in v.locator for v in sec51)
+    sec56 = _by_record("compute", "NARAYANAN_SEC56")
+    assert P.NARAYANAN_SEC56 == {v.get("quantity"): v.value for v in sec56} and len(sec56) == 2
+    assert P.NARAYANAN_SEC56 == {"throughput_loss": 0.33, "throughput_gain": 2.0}
 
 
 def test_tensor_parallel_records_are_the_rows_of_tensor_parallel_csv():
