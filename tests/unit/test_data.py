@@ -282,6 +282,12 @@ def test_flash_rates_are_the_rows_of_attention_csv():
     assert F.FA3_BACKWARD_FLOPS_PER_S == rows["fa3-backward-hd128-16k"].value * 1e12
     assert F.BACKWARD_FACTOR == rows["fa2-backward-factor"].value
     assert rows["fa3-forward-causal-hd128-16k"].get("mask") == "causal"
+    assert F.FA2_A100_PEAK_FRACTION == (
+        rows["fa2-a100-peak-fraction-low"].value,
+        rows["fa2-a100-peak-fraction-high"].value,
+    )
+    assert all(rows[f"fa2-a100-peak-fraction-{e}"].source == "dao2023flashattention2"
+               for e in ("low", "high"))  # fmt: skip
 
 
 def _by_record(name: str, record: str) -> list:
@@ -324,6 +330,16 @@ def test_compute_records_are_the_rows_of_compute_csv():
         ms = {v.get("quantity"): v.value for v in table4 if v.get("experiment") == r.experiment}
         assert (r.forward_ms, r.backward_ms) == (ms["forward_ms"], ms["backward_ms"])
         assert round(r.combined_ms, 1) == ms["combined_ms"]
+    sec51 = _by_record("compute", "NARAYANAN_SEC51")
+    built: dict = {}
+    for v in sec51:
+        built.setdefault(v.get("experiment"), {})[v.get("quantity")] = v.value
+    assert P.NARAYANAN_SEC51 == built and list(built) == ["GPT-3 175B", "1T"] and len(sec51) == 4
+    assert all(type(x) is int for d in P.NARAYANAN_SEC51.values() for x in d.values())
+    assert all(v.source == "narayanan2021megatron" and "Sec. 5.1" in v.locator for v in sec51)
+    sec56 = _by_record("compute", "NARAYANAN_SEC56")
+    assert P.NARAYANAN_SEC56 == {v.get("quantity"): v.value for v in sec56} and len(sec56) == 2
+    assert P.NARAYANAN_SEC56 == {"throughput_loss": 0.33, "throughput_gain": 2.0}
 
 
 def test_tensor_parallel_records_are_the_rows_of_tensor_parallel_csv():

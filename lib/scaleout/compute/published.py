@@ -231,3 +231,22 @@ def _table4() -> tuple[LayerMeasurement, ...]:
 #: (19.6, 19.0, 27.2, 20.9, 20.3 ms, rows of their own in the file) and "Overhead" the
 #: combined time over the first row's.
 KORTHIKANTI_TABLE4: tuple[LayerMeasurement, ...] = _table4()
+
+
+def _narayanan_sec51() -> dict:
+    out: dict = {}
+    for v in _rows("NARAYANAN_SEC51"):
+        out.setdefault(v.get("experiment"), {})[v.get("quantity")] = _whole(v)
+    return out
+
+
+#: Narayanan et al.'s end-to-end training-time examples (their Sec. 5.1), from
+#: ``compute.csv``: GPT-3 175B's ``tflops`` per GPU (eq. 3 FLOPs, full recomputation) on
+#: ``gpus`` A100s; the 1T model's assumed ``tokens`` and the ``days`` the paper estimates
+#: (its GPUs and TFLOP/s are Table 1's 1T row, ``planner.published``).
+NARAYANAN_SEC51: dict = _narayanan_sec51()
+
+#: Narayanan et al.'s Sec. 5.6 (Figure 17, a 145B model on 128 A100s): full recomputation
+#: costs up to ``throughput_loss`` of the throughput at small batches and, at the large
+#: batches only it makes fit, gives up to ``throughput_gain`` times the best without it.
+NARAYANAN_SEC56: dict = {v.get("quantity"): v.value for v in _rows("NARAYANAN_SEC56")}
