@@ -1,4 +1,5 @@
-"""Write the NCCL source lines that ``scaleout.nccl.constants`` cites to a test fixture.
+"""Write the NCCL source lines that ``scaleout.nccl.constants`` and
+``scaleout.congestion.qps.SOURCES`` cite to a test fixture.
 
 ``tests/unit/test_nccl.py`` checks that every number of the cost model is written at the
 lines its :class:`~scaleout.nccl.constants.Source` cites in the pinned release. So that the
@@ -19,6 +20,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+from scaleout.congestion import qps as Q
 from scaleout.nccl import constants as C
 
 FIXTURE = Path(__file__).resolve().parents[1] / "tests" / "fixtures" / "nccl_cited_lines.json"
@@ -33,10 +35,9 @@ def cited_lines(checkout: Path) -> dict:
                               text=True, check=True).stdout  # fmt: skip
 
     wanted: dict[str, set[int]] = {}
-    for const in C.CONSTANTS.values():
-        wanted.setdefault(const.source.file, set()).update(
-            range(const.source.first, const.source.last + 1)
-        )
+    sources = [c.source for c in C.CONSTANTS.values()] + [s for _, s, _ in Q.SOURCES.values()]
+    for source in sources:
+        wanted.setdefault(source.file, set()).update(range(source.first, source.last + 1))
     files = {}
     for name in sorted(wanted):
         lines = git("show", f"{C.RELEASE}:{name}").splitlines()
@@ -45,8 +46,8 @@ def cited_lines(checkout: Path) -> dict:
         "repository": C.REPOSITORY,
         "release": C.RELEASE,
         "commit": git("rev-parse", f"{C.RELEASE}^{{commit}}").strip(),
-        "note": "only the lines scaleout.nccl.constants cites; written by "
-        "tools/nccl_cited_lines.py",
+        "note": "only the lines scaleout.nccl.constants and scaleout.congestion.qps cite; "
+        "written by tools/nccl_cited_lines.py",
         "files": files,
     }
 

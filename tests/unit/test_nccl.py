@@ -58,8 +58,10 @@ def _numbers_in(text: str) -> set[float]:
 def test_the_fixture_is_of_the_pinned_release_and_holds_only_cited_lines():
     assert CITED["release"] == C.RELEASE and CITED["repository"] == C.REPOSITORY
     assert re.fullmatch(r"[0-9a-f]{40}", CITED["commit"])
-    cited = {(c.source.file, k) for c in C.CONSTANTS.values()
-             for k in range(c.source.first, c.source.last + 1)}  # fmt: skip
+    from scaleout.congestion import qps
+
+    sources = [c.source for c in C.CONSTANTS.values()] + [s for _, s, _ in qps.SOURCES.values()]
+    cited = {(s.file, k) for s in sources for k in range(s.first, s.last + 1)}
     held = {(f, int(k)) for f, lines in CITED["files"].items() for k in lines}
     assert held == cited, "rerun tools/nccl_cited_lines.py: the fixture and the citations differ"
 
@@ -90,7 +92,7 @@ def test_the_constants_are_the_rows_of_nccl_constants_csv():
     rows = data.load("nccl_constants")
     mine = [(name, index, x, c.source.label)
             for name, c in C.CONSTANTS.items() for index, x in _positions(c.value)]  # fmt: skip
-    assert len(rows) == len(mine) == 353
+    assert len(rows) == len(mine) == 360  # the cost model's 353 and 7 InfiniBand defaults
     for v, (name, index, x, label) in zip(rows, mine, strict=True):
         assert (v.get("name"), tuple(int(v.get(c)) for c in "ijk" if v.get(c))) == (name, index)
         assert v.value == x and type(x) is (float if "." in v.get("literal") else int)

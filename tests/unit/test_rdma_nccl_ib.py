@@ -57,24 +57,24 @@ def test_bad_input_is_a_value_error(call):
         call()
 
 
-def test_nccl_ib_defaults_are_the_rows_of_the_data_file(monkeypatch):
+def test_nccl_ib_defaults_are_nccls_constants(monkeypatch):
     from scaleout import data
+    from scaleout.nccl import constants as C
     from scaleout.rdma import nccl_ib
 
-    rows = {v.key: v for v in data.load("nccl_ib")}
-    assert set(rows) == {"ib-timeout", "ib-retry-cnt", "ib-rnr-retry", "ib-ar-threshold"}
-    assert {v.source for v in rows.values()} == {"ncclnetib2273"}
-    assert all(v.locator.startswith("src/transport/net_ib.cc line ") for v in rows.values())
+    rows = {
+        v.get("name"): v for v in data.load("nccl_constants") if v.get("name").startswith("ib_")
+    }
     held = (R.NCCL_IB_TIMEOUT, R.NCCL_IB_RETRY_CNT, R.NCCL_IB_RNR_RETRY, R.NCCL_IB_AR_THRESHOLD)
-    assert held == tuple(
-        int(rows[k].value)
-        for k in ("ib-timeout", "ib-retry-cnt", "ib-rnr-retry", "ib-ar-threshold")
-    )
+    names = ("ib_timeout", "ib_retry_cnt", "ib_rnr_retry", "ib_ar_threshold")
+    assert held == tuple(int(rows[n].value) for n in names) == (20, 7, 7, 8192)
     assert all(type(x) is int for x in held)
-    # The constants are read from the rows, not typed twice: an edited row changes them.
-    edited = [
-        v if v.key != "ib-timeout" else type(v)(**{**v.__dict__, "value": 18.0})
-        for v in data.load("nccl_ib")
-    ]
-    monkeypatch.setattr(nccl_ib._data, "load", lambda name: edited)
+    assert {rows[n].locator for n in names} == {
+        "src/transport/net_ib.cc:116", "src/transport/net_ib.cc:117",
+        "src/transport/net_ib.cc:1246", "src/transport/net_ib.cc:122",
+    }  # fmt: skip
+    # read from the constants, not typed twice: a changed constant changes them
+    changed = dict(C.CONSTANTS)
+    changed["ib_timeout"] = C.Constant("ib_timeout", 18, C.CONSTANTS["ib_timeout"].source, "x")
+    monkeypatch.setattr(nccl_ib._nccl, "CONSTANTS", changed)
     assert nccl_ib.ib_defaults()["ib-timeout"] == 18

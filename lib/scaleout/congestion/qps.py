@@ -27,29 +27,35 @@ from __future__ import annotations
 import numpy as np
 
 from .. import checks
+from ..nccl.constants import CONSTANTS as _NCCL
 from ..nccl.constants import Source
 
-ALIGN_BYTES = 128  # net_ib.cc:2041
+#: Multi-QP writes are cut into multiples of this many bytes (net_ib.cc:2041, a constant of
+#: :mod:`scaleout.nccl.constants`).
+ALIGN_BYTES = _NCCL["ib_chunk_align"].value
 MAX_MESSAGES = 1 << 20
 MAX_QPS = 256
 MAX_POSTS = 1 << 22
 
-#: name -> (value, source, the text of the cited line that holds it)
+#: name -> (value, source, the text of the cited line that holds it); the numbers are constants
+#: of :mod:`scaleout.nccl.constants` (rows of ``data/nccl_constants.csv``).
 SOURCES = {
-    "IB_QPS_PER_CONNECTION": (1, Source("src/transport/net_ib.cc", 1126, 1126),
+    "IB_QPS_PER_CONNECTION": (_NCCL["ib_qps_per_connection"].value,
+                              _NCCL["ib_qps_per_connection"].source,
                               'NCCL_PARAM(IbQpsPerConn, "IB_QPS_PER_CONNECTION", 1)'),
     "nqps": ("QPS_PER_CONNECTION x max(local, remote NICs)",
              Source("src/transport/net_ib.cc", 1340, 1342),
              "ncclParamIbQpsPerConn() * comm->base.vProps.ndevs"),
     "nDataQps": ("max(local, remote NICs)", Source("src/transport/net_ib.cc", 1510, 1510),
                  "comm->base.nDataQps = std::max(comm->base.vProps.ndevs, comm->base.nRemDevs)"),
-    "IB_SPLIT_DATA_ON_QPS": (0, Source("src/transport/net_ib.cc", 1983, 1983),
+    "IB_SPLIT_DATA_ON_QPS": (_NCCL["ib_split_data_on_qps"].value,
+                             _NCCL["ib_split_data_on_qps"].source,
                              'NCCL_PARAM(IbSplitDataOnQps, "IB_SPLIT_DATA_ON_QPS", 0)'),
     "chunk": ("DIVUP(DIVUP(size, nqps), 128) * 128", Source("src/transport/net_ib.cc", 2054, 2054),
               "DIVUP(DIVUP(reqs[r]->send.size, nqps), align) * align"),
     "round_robin": ("qpIndex = (qpIndex + 1) % nqps", Source("src/transport/net_ib.cc", 2105, 2105),
                     "comm->base.qpIndex = (comm->base.qpIndex+1) % comm->base.nqps"),
-    "IB_AR_THRESHOLD": (8192, Source("src/transport/net_ib.cc", 122, 122),
+    "IB_AR_THRESHOLD": (_NCCL["ib_ar_threshold"].value, _NCCL["ib_ar_threshold"].source,
                         'NCCL_PARAM(IbArThreshold, "IB_AR_THRESHOLD", 8192)'),
     "adaptive_routing_default": ("1 on InfiniBand, 0 on RoCE",
                                  Source("src/transport/net_ib.cc", 722, 722),

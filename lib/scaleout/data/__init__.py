@@ -14,13 +14,11 @@ names them). The files, and what reads them:
   :func:`scaleout.transformer.stated_params`;
 * ``attention.csv``: FlashAttention's rates in :mod:`scaleout.compute.flash`;
 * ``nccl_constants.csv`` (``name``, ``i``, ``j``, ``k``, ``literal``): NCCL's cost-model
-  constants, :data:`scaleout.nccl.constants.CONSTANTS`;
+  constants and its InfiniBand transport's defaults, :data:`scaleout.nccl.constants.CONSTANTS`;
 * ``compute.csv``, ``tensor_parallel.csv``, ``pipeline.csv``, ``zero.csv``, ``moe.csv``,
   ``context_parallel.csv``, ``nccl.csv``, ``rdma.csv``, ``congestion.csv``, ``failures.csv``:
   the ``published`` module of the chapter's package (``scaleout.<name>.published``, or
-  ``scaleout.pipeline_published`` and ``scaleout.zero_published``);
-* ``nccl_ib.csv``: NCCL's InfiniBand defaults (QP timeout and retries, the adaptive-routing
-  threshold) in :mod:`scaleout.rdma.nccl_ib` and :mod:`scaleout.rdma.qp`.
+  ``scaleout.pipeline_published`` and ``scaleout.zero_published``).
 
 ``kind`` says how the number was obtained: ``measured`` (a measurement the source
 reports), ``read-off`` (read from a figure, with its reading uncertainty), ``stated`` (a

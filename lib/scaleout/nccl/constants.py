@@ -160,6 +160,15 @@ _MEANING = {
     "collnet_node_threshold": "CollNet needs 2 nodes or more",
     "coll_channel_doubling": "channels are doubled; Hopper+ multi-node doubles again if "
     "ring bw > 45 and < 16",
+    "ib_timeout": "NCCL_IB_TIMEOUT: the QP's local ACK timeout, 4.096 us x 2^timeout",
+    "ib_retry_cnt": "NCCL_IB_RETRY_CNT: resends of an unacknowledged packet before the QP fails",
+    "ib_ar_threshold": "NCCL_IB_AR_THRESHOLD: bytes above which, with adaptive routing, data and "
+    "completion go as separate writes",
+    "ib_qps_per_connection": "NCCL_IB_QPS_PER_CONNECTION: QPs per connection and NIC",
+    "ib_rnr_retry": "the QP's RNR retry count, 7 (retry without limit)",
+    "ib_split_data_on_qps": "NCCL_IB_SPLIT_DATA_ON_QPS: 0 posts whole messages round-robin "
+    "over the QPs, 1 splits each message",
+    "ib_chunk_align": "multi-QP writes are cut into multiples of this many bytes",
 }
 
 

@@ -25,18 +25,21 @@ Read from NCCL release 2.27.3 (tag v2.27.3-1; bibliography key ``ncclnetib2273``
 from __future__ import annotations
 
 from .. import checks
-from .. import data as _data
+from ..nccl import constants as _nccl
 
 
 def ib_defaults() -> dict[str, int]:
-    """NCCL's InfiniBand defaults, rows of ``data/nccl_ib.csv`` (release 2.27.3,
-    ``src/transport/net_ib.cc``): ``ib-timeout``, ``ib-retry-cnt``, ``ib-rnr-retry`` and
+    """NCCL's InfiniBand defaults, constants of :mod:`scaleout.nccl.constants` (rows of
+    ``data/nccl_constants.csv``, release 2.27.7, ``src/transport/net_ib.cc``, where 2.27.3
+    holds the same values): ``ib-timeout``, ``ib-retry-cnt``, ``ib-rnr-retry`` and
     ``ib-ar-threshold`` (bytes), as ints."""
-    return {v.key: int(v.value) for v in _data.load("nccl_ib")}
+    names = ("ib_timeout", "ib_retry_cnt", "ib_rnr_retry", "ib_ar_threshold")
+    return {n.replace("_", "-"): int(_nccl.CONSTANTS[n].value) for n in names}
 
 
 #: Bytes above which, with adaptive routing on, NCCL writes a message as plain RDMA writes
-#: and a separate write with immediate (``NCCL_IB_AR_THRESHOLD``, a row of ``data/nccl_ib.csv``).
+#: and a separate write with immediate (``NCCL_IB_AR_THRESHOLD``, a constant of
+#: :mod:`scaleout.nccl.constants`).
 NCCL_IB_AR_THRESHOLD = ib_defaults()["ib-ar-threshold"]
 LINK_LAYERS = ("infiniband", "roce")
 PROTOCOLS = ("simple", "ll", "ll128")

@@ -40,7 +40,7 @@ PATH_MIG_STATES = ("MIGRATED", "REARM", "ARMED")
 NIC_ERRORS = ("IBV_WC_RETRY_EXC_ERR", "IBV_WC_RNR_RETRY_EXC_ERR", "IBV_WC_REM_ACCESS_ERR",
               "IBV_WC_LOC_PROT_ERR", "IBV_WC_REM_OP_ERR")  # fmt: skip
 
-#: NCCL's defaults for every QP it connects, rows of ``data/nccl_ib.csv``:
+#: NCCL's defaults for every QP it connects (:func:`~scaleout.rdma.nccl_ib.ib_defaults`):
 #: NCCL_PARAM(IbTimeout, "IB_TIMEOUT", 20) and NCCL_PARAM(IbRetryCnt, "IB_RETRY_CNT", 7) in
 #: src/transport/net_ib.cc (release 2.27.3; TIMEOUT was 14 up to 2.13, 18 from 2.14, 20 from
 #: 2.23); ``ncclIbRtsQp`` sets rnr_retry = 7 unconditionally.
