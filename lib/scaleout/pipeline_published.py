@@ -137,6 +137,7 @@ _FIG12 = {
 # interleaved runs hold 2 of a stage's 96 / 12 = 8 layers per chunk).
 _FIG12_P = _stated("sc21-fig12", "pipeline stages")
 _FIG12_B = _stated("sc21-fig12", "micro-batch size")
+_FIG12_T = _stated("sc21-fig12", "tensor-parallel size")  # not simulated: t p = 96 GPUs
 _FIG12_V = (_stated("sc21-fig12", "layers") // _FIG12_P
             // _stated("sc21-fig12", "layers per virtual stage"))  # fmt: skip
 # GPipe Table 2: model -> {(K, M): normalised throughput}.

@@ -76,6 +76,8 @@ def test_figure_and_table_records_match_the_csv():
     # the setups the sources state
     assert (PP.FIG16_LAYER.hidden, PP.FIG16_LAYER.heads, PP.FIG16_SETUP["p"]) == (15360, 128, 8)
     assert (PP._FIG12_P, PP._FIG12_V, PP._FIG12_B) == (12, 4, 1)
+    (t_row,) = rows("pipeline", "sc21-fig12", "tensor-parallel size")
+    assert PP._FIG12_T == t_row.value == 8 and type(PP._FIG12_T) is int
 
 
 def test_zero3_runs_are_the_csv_rows_in_order():
