@@ -62,17 +62,30 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from . import checks, nccl
+from . import checks, data, nccl
 
 #: The DeepSpeed release pinned (see the module docstring) and its commit.
 RELEASE = "v0.3.13"
 RELEASE_COMMIT = "12a53b43833b7bea279a205e313f2bd3f0cdfd99"
-#: v0.3.13 ``deepspeed/runtime/zero/constants.py`` defaults, in elements (line 62, 65, 94,
-#: 100).
-REDUCE_BUCKET_SIZE = 500_000_000
-ALLGATHER_BUCKET_SIZE = 500_000_000
-PREFETCH_BUCKET_SIZE = 50_000_000
-PARAM_PERSISTENCE_THRESHOLD = 100_000
+
+
+def _defaults(release: str) -> dict:
+    """The defaults ``data/deepspeed.csv`` holds for ``release``, by setting name."""
+    return {v.get("name"): v.value for v in data.load("deepspeed") if v.get("release") == release}
+
+
+#: v0.3.13 ``deepspeed/runtime/zero/constants.py`` defaults, in elements (lines 62, 65, 94,
+#: 100), rows of ``data/deepspeed.csv``.
+_V0313 = _defaults(RELEASE)
+REDUCE_BUCKET_SIZE = _V0313["reduce_bucket_size"]
+ALLGATHER_BUCKET_SIZE = _V0313["allgather_bucket_size"]
+PREFETCH_BUCKET_SIZE = _V0313["stage3_prefetch_bucket_size"]
+PARAM_PERSISTENCE_THRESHOLD = _V0313["stage3_param_persistence_threshold"]
+#: The ZeRO-3 defaults of current DeepSpeed (``deepspeed/runtime/zero/config.py``, commit
+#: 38327e0), in elements, by setting name: ``stage3_prefetch_bucket_size``,
+#: ``stage3_param_persistence_threshold``, ``stage3_max_live_parameters`` and
+#: ``stage3_max_reuse_distance`` (rows of ``data/deepspeed.csv``); chapter 6 quotes them.
+ZERO3_CONFIG_DEFAULTS = _defaults("config.py")
 #: Bytes per element (fp16 parameters and gradients).
 ELEMENT_BYTES = 2
 #: Most layers a call list is built for (the book's largest model has 126).

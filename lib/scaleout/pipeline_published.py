@@ -137,6 +137,7 @@ _FIG12 = {
 # interleaved runs hold 2 of a stage's 96 / 12 = 8 layers per chunk).
 _FIG12_P = _stated("sc21-fig12", "pipeline stages")
 _FIG12_B = _stated("sc21-fig12", "micro-batch size")
+_FIG12_T = _stated("sc21-fig12", "tensor-parallel size")  # not simulated: t p = 96 GPUs
 _FIG12_V = (_stated("sc21-fig12", "layers") // _FIG12_P
             // _stated("sc21-fig12", "layers per virtual stage"))  # fmt: skip
 # GPipe Table 2: model -> {(K, M): normalised throughput}.
@@ -157,6 +158,11 @@ FIG16_MEASURED = {
 #: SC21 Figure 7, read off the figure, TFLOP/s on one GPU by micro-batch size (the text says
 #: up to 1.3 times from the smallest to the largest).
 FIG7_MEASURED = {int(v.get("b")): _whole(v) for v in _rows_of("sc21-fig7", "throughput")}
+#: The gains over 1F1B that Qi et al.'s abstract states, in per cent (up to), by the schedule
+#: the book reads them as: ZB-1p (similar memory) and ZB-2p (memory limit relaxed).
+QI_CLAIMED_GAIN = {
+    v.get("schedule"): _whole(v) for v in _rows_of("qi2024-abstract", "throughput gain over 1F1B")
+}
 #: The 91B model of Figure 16 and the 1B model of Figure 7 (run_figure_16.sh, Section 3.4).
 FIG16_LAYER = C.Layer(hidden=_FIG16_MODEL["hidden"], heads=_FIG16_MODEL["heads"],
                       seq=_stated("sc21", "sequence length"))  # fmt: skip

@@ -366,6 +366,13 @@ def test_tensor_parallel_records_are_the_rows_of_tensor_parallel_csv():
     # the sequence length is the one assumption: the benchmark does not state it
     assumed = [v for v in rows if v.kind == "assumed"]
     assert {v.get("quantity") for v in assumed} == {"s"} and len(assumed) == len(P.ASYNC_TP)
+    announced = _by_record("tensor_parallel", "ASYNC_TP_ANNOUNCED")
+    assert len(announced) == len(P.ANNOUNCED_ASYNC_TP) == 2
+    for v in announced:
+        speedup = P.ANNOUNCED_ASYNC_TP[v.get("quantity")]
+        assert speedup == v.value and type(speedup) is int and v.source == "wang2024asynctp"
+    (host,) = _by_record("tensor_parallel", "ASYNC_TP_HOST")
+    assert P.ASYNC_TP_HOST == {"hbm_gb": host.value} and type(P.ASYNC_TP_HOST["hbm_gb"]) is int
     # the servers of Figure 13 (Selene's DGX A100s): hardware's row, not a copy
     assert P.DGX_A100_GPUS_PER_SERVER == hardware.system("DGX A100").gpus_per_server == 8
     assert P.BASELINES["t = GPUs per server first"](8) == 0.0

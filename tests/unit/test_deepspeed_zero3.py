@@ -17,6 +17,27 @@ def test_release_defaults():
     assert DS.RELEASE == "v0.3.13" and len(DS.RELEASE_COMMIT) == 40
 
 
+def test_defaults_are_the_rows_of_deepspeed_csv():
+    from scaleout import data
+
+    rows = data.load("deepspeed")
+    v0313 = {v.get("name"): v for v in rows if v.get("release") == DS.RELEASE}
+    for name, value in (
+        ("reduce_bucket_size", DS.REDUCE_BUCKET_SIZE),
+        ("allgather_bucket_size", DS.ALLGATHER_BUCKET_SIZE),
+        ("stage3_prefetch_bucket_size", DS.PREFETCH_BUCKET_SIZE),
+        ("stage3_param_persistence_threshold", DS.PARAM_PERSISTENCE_THRESHOLD),
+    ):
+        assert value == v0313[name].value and type(value) is int
+        assert v0313[name].source == "deepspeedv0313"
+    current = [v for v in rows if v.get("release") == "config.py"]
+    assert len(current) == len(DS.ZERO3_CONFIG_DEFAULTS) == 4
+    for v in current:
+        assert DS.ZERO3_CONFIG_DEFAULTS[v.get("name")] == v.value
+        assert v.source == "deepspeedzeroconfig"
+    assert DS.ZERO3_CONFIG_DEFAULTS["stage3_max_reuse_distance"] == 10**9
+
+
 def test_gpt_parameters_count_megatrons_gpt():
     p = DS.gpt_parameters(96, 12288, 2048, 51200)
     assert p.size == 2 + 12 * 96 + 2

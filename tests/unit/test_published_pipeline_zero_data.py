@@ -40,6 +40,15 @@ def test_qi_records_are_the_csv_rows_in_order():
             assert list(PP._QI_PROFILE[model][i]) == profile
 
 
+def test_qi_claimed_gains_are_the_abstract_rows():
+    claimed = rows("pipeline", "qi2024-abstract", "throughput gain over 1F1B")
+    assert len(claimed) == len(PP.QI_CLAIMED_GAIN) == 2
+    for v in claimed:
+        gain = PP.QI_CLAIMED_GAIN[v.get("schedule")]
+        assert gain == v.value and type(gain) is int and v.source == "qi2024zerobubble"
+    assert PP.QI_CLAIMED_GAIN == {"ZB-1p": 23, "ZB-2p": 31}
+
+
 def test_figure_and_table_records_match_the_csv():
     # Figure 16 has one home, the planner's figure readings (not a second copy in pipeline.csv)
     fig16 = {
@@ -67,6 +76,8 @@ def test_figure_and_table_records_match_the_csv():
     # the setups the sources state
     assert (PP.FIG16_LAYER.hidden, PP.FIG16_LAYER.heads, PP.FIG16_SETUP["p"]) == (15360, 128, 8)
     assert (PP._FIG12_P, PP._FIG12_V, PP._FIG12_B) == (12, 4, 1)
+    (t_row,) = rows("pipeline", "sc21-fig12", "tensor-parallel size")
+    assert PP._FIG12_T == t_row.value == 8 and type(PP._FIG12_T) is int
 
 
 def test_zero3_runs_are_the_csv_rows_in_order():

@@ -283,6 +283,13 @@ def _async_tp() -> tuple[dict, ...]:
 #: default; the benchmark does not state it). The rest are rows of ``tensor_parallel.csv``,
 #: one model after the other.
 ASYNC_TP = _async_tp()
+#: What the announcement of async tensor parallelism reported (Wang et al. 2024, its TL;DR),
+#: in per cent: ``forward_speedup`` (up to, the forward pass) and ``step_speedup`` (about,
+#: whole steps), rows of ``tensor_parallel.csv`` (record ``ASYNC_TP_ANNOUNCED``).
+ANNOUNCED_ASYNC_TP = {v.get("quantity"): _whole(v) for v in _rows("ASYNC_TP_ANNOUNCED")}
+#: The benchmark's hosts (record ``ASYNC_TP_HOST`` of ``tensor_parallel.csv``): ``hbm_gb``, the
+#: memory of each of their H100s, 96 GB (its Hardware section).
+ASYNC_TP_HOST = {v.get("quantity"): _whole(v) for v in _rows("ASYNC_TP_HOST")}
 
 
 def async_tp_rows() -> list[dict]:
