@@ -470,6 +470,8 @@ def test_published_records_are_the_csv_rows():
     assert len(v2) == len(moe.DEEPEP_V2_GB_PER_S) == 4
     assert moe.DEEPEP_V2_GB_PER_S == {(v.get("phase"), int(v.get("ep"))): v.value for v in v2}
     assert {v.source for v in v2} == {"deepepv2"} and {v.unit for v in v2} == {"GB/s"}
+    assert moe.LL_HEADER_BYTES == by["deepep-ll-header-bytes"] and type(moe.LL_HEADER_BYTES) is int
+    assert moe.LL_MASKED_DRAWS == by["deepep-ll-masked-draws"] and type(moe.LL_MASKED_DRAWS) is int
 
 
 def test_parameter_counts_match_the_published_ones():

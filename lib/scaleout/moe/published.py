@@ -322,3 +322,9 @@ DEEPEP_V2_GB_PER_S = {
     for v in _ROWS
     if v.get("subject") == "DeepEP V2" and v.get("quantity") == "bandwidth"
 }
+
+#: DeepEP's low-latency test (``tests/test_low_latency.py``): the 16-byte header of each
+#: FP8 message it counts (``hidden + hidden / 128 * 4 + 16``), and the random selections it
+#: masks per rank before counting (``for i in range(10)``).
+LL_HEADER_BYTES = _int("deepep-ll-header-bytes")
+LL_MASKED_DRAWS = _int("deepep-ll-masked-draws")
