@@ -461,6 +461,17 @@ def test_published_records_are_the_csv_rows():
     net = moe.H800_NETWORK
     assert (net.nvlink_gb_per_s, net.network_gb_per_s) == (by["h800-nvlink"], by["h800-rdma"])
     assert moe.FP8_SCALE_BYTES_PER_ELEMENT == 4 / by["v3-fp8-tile"]
+    # the settings chapter 7's prose quotes (issue 24, prose audit)
+    assert (moe.V3_ROUTE_SCALE, moe.SWITCH_AUX_LOSS_COEF) == (by["v3-route-scale"], 0.01)
+    assert (moe.V3_EXPERT_GROUPS, moe.V3_LIMITED_GROUPS) == (by["v3-expert-groups"], 4)
+    assert type(moe.V3_EXPERT_GROUPS) is int and moe.V3_LIMITED_GROUPS == t.max_nodes_per_token
+    assert moe.SWITCH_C_EXPERTS == by["switch-c-experts"] == 2048
+    v2 = [v for v in rows if v.get("subject") == "DeepEP V2"]
+    assert len(v2) == len(moe.DEEPEP_V2_GB_PER_S) == 4
+    assert moe.DEEPEP_V2_GB_PER_S == {(v.get("phase"), int(v.get("ep"))): v.value for v in v2}
+    assert {v.source for v in v2} == {"deepepv2"} and {v.unit for v in v2} == {"GB/s"}
+    assert moe.LL_HEADER_BYTES == by["deepep-ll-header-bytes"] and type(moe.LL_HEADER_BYTES) is int
+    assert moe.LL_MASKED_DRAWS == by["deepep-ll-masked-draws"] and type(moe.LL_MASKED_DRAWS) is int
 
 
 def test_parameter_counts_match_the_published_ones():

@@ -449,7 +449,10 @@ def test_published_records_are_built_from_nccl_csv(monkeypatch):
     data/nccl.csv (one record per table and label, in file order)."""
     rows = data.load("nccl")
     # every row is read: three tables, and each record's quantities are ones the module reads
-    assert {v.get("table") for v in rows} == {"measurements", "alltoall", "nccl printed"}
+    assert {v.get("table") for v in rows} == {"measurements", "alltoall", "nccl printed", "quoted"}
+    quoted = [v for v in rows if v.get("table") == "quoted"]  # the prose's quoted numbers
+    assert published.QUOTED == {v.key: v.value for v in quoted} and len(published.QUOTED) == 3
+    assert {v.get("quantity") for v in quoted} == {"busbw"} and {v.unit for v in quoted} == {"GB/s"}
     known = {"busbw", "time", "message size", "nodes", "GPUs per node", "NICs per node",
              "NIC speed"}  # fmt: skip
     assert {v.get("quantity") for v in rows} == known

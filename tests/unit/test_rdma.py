@@ -753,7 +753,15 @@ def test_published_loss_results_are_rows_of_rdma_csv():
     from scaleout.rdma import published as RP
 
     rows = data.load("rdma")
-    assert len(rows) == 2 * len(RP.RESULTS)
+    irn = [v for v in rows if v.get("result") == "irn2018"]  # IRN's abstract, read apart
+    assert len(rows) == 2 * len(RP.RESULTS) + len(irn) and len(irn) == 4
+    assert {v.source for v in irn} == {"mittal2018irn"} and {v.unit for v in irn} == {"%"}
+    by = {v.get("quantity"): v.value for v in irn}
+    assert RP.IRN_GAIN_OVER_PFC_PERCENT == (by["gain over PFC (low)"], by["gain over PFC (high)"])
+    assert RP.IRN_NIC_OVERHEAD_PERCENT == (
+        by["NIC resource overhead (low)"],
+        by["NIC resource overhead (high)"],
+    )
     for r in RP.RESULTS:
         mine = {v.get("quantity"): v for v in rows if v.get("result") == r.key}
         assert set(mine) == {r.quantity, "loss rate"}

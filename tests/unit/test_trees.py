@@ -437,6 +437,21 @@ def test_summit_rows_match_the_blog():
     assert np.all(np.diff(rows[:, 1]) > 0) and np.all(np.diff(rows[:, 2]) > 0)
     assert 170 <= rows[-1, 2] / rows[-1, 1] <= 190  # "up to 180x"
     assert "figure 3" in T.SUMMIT_SOURCE and T.SUMMIT_GPUS_PER_NODE == 6
+    assert rows[-1, 2] / rows[-1, 1] >= T.SUMMIT_STATED_SPEEDUP == 180
+
+
+def test_summit_constants_are_the_rows_of_trees_csv():
+    """Issue 24: Summit's GPUs and NICs per node and the blog's stated speedup are rows."""
+    from scaleout import data
+
+    rows = {v.get("quantity"): v for v in data.load("trees") if v.get("system") == "Summit"}
+    assert T.SUMMIT_GPUS_PER_NODE == rows["gpus_per_node"].value
+    assert T.SUMMIT_NIC_PORTS_PER_NODE == rows["nic_ports_per_node"].value == 2
+    assert type(T.SUMMIT_NIC_PORTS_PER_NODE) is int
+    assert T.SUMMIT_NIC_GBIT_PER_S == rows["nic_port_speed"].value == 100
+    assert rows["nic_port_speed"].unit == "Gb/s"
+    assert T.SUMMIT_STATED_SPEEDUP == rows["allreduce_8B_speedup"].value
+    assert rows["allreduce_8B_speedup"].source == "ncclblog2019"
 
 
 def test_summit_comparison_is_the_chapter_model_and_nccl_step_counts():

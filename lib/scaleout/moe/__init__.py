@@ -78,6 +78,7 @@ from .placement import (
 )
 from .published import (
     DEEPEP_MEASUREMENTS,
+    DEEPEP_V2_GB_PER_S,
     DEEPSEEK_V3,
     DEEPSEEK_V3_TRAINING,
     FP8_SCALE_BYTES_PER_ELEMENT,
@@ -85,7 +86,12 @@ from .published import (
     MIXTRAL_8X7B,
     MODELS,
     PUBLISHED_COUNTS,
+    SWITCH_AUX_LOSS_COEF,
+    SWITCH_C_EXPERTS,
     TRANSPORTS,
+    V3_EXPERT_GROUPS,
+    V3_LIMITED_GROUPS,
+    V3_ROUTE_SCALE,
     AllToAllMeasurement,
     PublishedCount,
     TrainingSetup,
@@ -108,6 +114,7 @@ from .routing import (
 
 __all__ = [
     "DEEPEP_MEASUREMENTS",
+    "DEEPEP_V2_GB_PER_S",
     "DEEPSEEK_V3",
     "DEEPSEEK_V3_TRAINING",
     "FP8_SCALE_BYTES_PER_ELEMENT",
@@ -126,8 +133,13 @@ __all__ = [
     "MODELS",
     "ORDERS",
     "PUBLISHED_COUNTS",
+    "SWITCH_AUX_LOSS_COEF",
+    "SWITCH_C_EXPERTS",
     "TEST_EXPERTS",
     "TRANSPORTS",
+    "V3_EXPERT_GROUPS",
+    "V3_LIMITED_GROUPS",
+    "V3_ROUTE_SCALE",
     "AllToAllMeasurement",
     "AllToAllTime",
     "DispatchPlan",

@@ -301,3 +301,30 @@ DEEPEP_MEASUREMENTS = _measurements()
 #: FP8 activations carry one fp32 scale per 1 x 128 tile (DeepSeek-V3 report, Sec. 3.3.2):
 #: 4 bytes per 128 elements on top of the 1-byte values.
 FP8_SCALE_BYTES_PER_ELEMENT = 4 / _int("v3-fp8-tile")
+
+#: DeepSeek-V3's ``route_scale`` (config_671B.json): the normalised sigmoid gate weights are
+#: multiplied by it; and its expert groups (one per node) of which at most
+#: ``V3_LIMITED_GROUPS`` are eligible per token (``n_expert_groups``, ``n_limited_groups``).
+V3_ROUTE_SCALE = _value("v3-route-scale")
+V3_EXPERT_GROUPS = _int("v3-expert-groups")
+V3_LIMITED_GROUPS = _int("v3-limited-groups")
+
+#: Switch Transformer's multiplier alpha of the load-balancing loss (Sec. 2.2: 10^-2), and
+#: Switch-C's experts per layer (Table 9).
+SWITCH_AUX_LOSS_COEF = _value("switch-aux-loss-coef")
+SWITCH_C_EXPERTS = _int("switch-c-experts")
+
+#: DeepEP V2's README results on SM90 GPUs with CX7 NICs (8K tokens per batch, V3's shape),
+#: "logical" RDMA bandwidths in GB/s that include local-rank traffic, by (phase, EP size):
+#: not priced by the book (the README gives neither the GPU, the routing nor the mode).
+DEEPEP_V2_GB_PER_S = {
+    (v.get("phase"), int(v.get("ep"))): v.value
+    for v in _ROWS
+    if v.get("subject") == "DeepEP V2" and v.get("quantity") == "bandwidth"
+}
+
+#: DeepEP's low-latency test (``tests/test_low_latency.py``): the 16-byte header of each
+#: FP8 message it counts (``hidden + hidden / 128 * 4 + 16``), and the random selections it
+#: masks per rank before counting (``for i in range(10)``).
+LL_HEADER_BYTES = _int("deepep-ll-header-bytes")
+LL_MASKED_DRAWS = _int("deepep-ll-masked-draws")

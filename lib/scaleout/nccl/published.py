@@ -178,6 +178,11 @@ def _printed() -> dict:
 #: the NVLSTree ones do, and match on this machine only.
 NCCL_PRINTED = _printed()
 
+#: Published numbers chapter 10 quotes beside the table but does not price (table "quoted"
+#: of nccl.csv), by row key: an H200 cluster on EFA (no preset), and the all-to-all bus
+#: bandwidth NCCL's maintainers expect on 4 nodes.
+QUOTED = {v.key: v.value for v in data.load("nccl") if v.get("table") == "quoted"}
+
 
 def rows() -> list[dict]:
     """Each measurement of :data:`MEASUREMENTS` with the model's prediction, the choice,

@@ -88,7 +88,7 @@ def _results() -> tuple[LossResult, ...]:
     loss = {v.get("result"): v.value for v in rows if v.get("quantity") == "loss rate"}
     out = []
     for v in rows:
-        if v.get("quantity") == "loss rate":
+        if v.get("quantity") not in QUANTITIES:  # loss rates, and IRN's rows (IRN below)
             continue
         qualifier, _, note = v.note.partition(": ")
         out.append(LossResult(v.get("result"), f"{CITATIONS[v.source]} ({v.locator})",
@@ -99,6 +99,15 @@ def _results() -> tuple[LossResult, ...]:
 
 #: The published numbers, in the order the chapter lists them.
 RESULTS: tuple[LossResult, ...] = _results()
+
+_IRN = {v.get("quantity"): v.value for v in data.load("rdma") if v.get("result") == "irn2018"}
+#: IRN's abstract (Mittal et al., SIGCOMM 2018), in %: without PFC it outperforms RoCE with
+#: PFC by 6 to 83 % in their simulations, at about 3 to 10 % more NIC resources.
+IRN_GAIN_OVER_PFC_PERCENT = (_IRN["gain over PFC (low)"], _IRN["gain over PFC (high)"])
+IRN_NIC_OVERHEAD_PERCENT = (
+    _IRN["NIC resource overhead (low)"],
+    _IRN["NIC resource overhead (high)"],
+)
 
 
 @functools.lru_cache(maxsize=64)

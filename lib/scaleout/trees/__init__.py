@@ -86,10 +86,16 @@ SUMMIT_SOURCE = _published.SUMMIT_SOURCE
 SUMMIT_GPUS_PER_NODE = _published.SUMMIT_GPUS_PER_NODE
 #: (GPUs, NCCL 2.4 two trees in us, NCCL 2.3 ring in us) for an 8-byte all-reduce on Summit.
 SUMMIT_ALLREDUCE_8B = _published.SUMMIT_ALLREDUCE_8B
+#: Summit's dual-rail EDR InfiniBand: NIC ports per node and Gb/s per port.
+SUMMIT_NIC_PORTS_PER_NODE = _published.SUMMIT_NIC_PORTS_PER_NODE
+SUMMIT_NIC_GBIT_PER_S = _published.SUMMIT_NIC_GBIT_PER_S
+#: The blog's "up to 180x improvement at 24k GPUs".
+SUMMIT_STATED_SPEEDUP = _published.SUMMIT_STATED_SPEEDUP
 
 __all__ = [
     "MAX_CHUNKS", "MAX_MESSAGES", "MAX_RANKS", "NCCL_SOURCE", "RULE_CHANGED",
-    "SUMMIT_ALLREDUCE_8B", "SUMMIT_GPUS_PER_NODE", "SUMMIT_SOURCE", "TREES_FROM",
+    "SUMMIT_ALLREDUCE_8B", "SUMMIT_GPUS_PER_NODE", "SUMMIT_NIC_GBIT_PER_S",
+    "SUMMIT_NIC_PORTS_PER_NODE", "SUMMIT_SOURCE", "SUMMIT_STATED_SPEEDUP", "TREES_FROM",
     "TREE_COUNTS", "BinaryTree", "DoubleTreeReport", "PublishedComparison", "TreeReport",
     "TreeAllreduceSchedule", "best_tree_time", "binary_tree", "check_double_tree",
     "check_tree", "crossover_vs_ring", "double_binary_tree", "dtree_roots", "flows_per_step",

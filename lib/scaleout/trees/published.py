@@ -40,6 +40,13 @@ SUMMIT_GPUS_PER_NODE = _summit_rows()[0]
 #: (GPUs, NCCL 2.4 two trees in us, NCCL 2.3 ring in us) for an 8-byte all-reduce on Summit.
 SUMMIT_ALLREDUCE_8B = _summit_rows()[1]
 
+_SUMMIT = {v.get("quantity"): v.value for v in data.load("trees") if v.get("system") == "Summit"}
+#: Summit's network per node: dual-rail EDR InfiniBand, 2 ports of 100 Gb/s.
+SUMMIT_NIC_PORTS_PER_NODE = int(_SUMMIT["nic_ports_per_node"])
+SUMMIT_NIC_GBIT_PER_S = _SUMMIT["nic_port_speed"]
+#: The blog's "up to 180x improvement at 24k GPUs" (trees over rings, 8-byte all-reduce).
+SUMMIT_STATED_SPEEDUP = _SUMMIT["allreduce_8B_speedup"]
+
 
 @dataclass(frozen=True)
 class PublishedComparison:
