@@ -1,11 +1,10 @@
 from fuzz import call
 
 from scaleout import planner as PL
-from scaleout.planner import published as P
 
 RUN = PL.runs()[0]
 ROW = PL.validation()[0]
-ERR = P.errors_of([ROW])
+ERR = PL.errors_of([ROW])
 BASELINES = {
     "baseline_seconds": call(RUN, 1.5e14, True),
     "Baseline": call("rate", {"A100": 1.5e14}, ERR, {"a": 0.5}, {"all": ERR}),

@@ -1,12 +1,11 @@
 from fuzz import call
 
 from scaleout import planner as PL
-from scaleout.planner import published as P
 
 RUN = PL.runs()[0]
 ROW = PL.validation()[0]
 LLAMA = next(r for r in PL.runs() if r.alternatives)
-ERR = P.errors_of([ROW])
+ERR = PL.errors_of([ROW])
 BASELINES = {
     "Run": call(
         LLAMA.key,
