@@ -51,7 +51,7 @@ FA3_FORWARD_FLOPS_PER_S = _ROWS["fa3-forward-causal-hd128-16k"] * 1e12
 #: FlashAttention-3's backward rate (FLOPs counted as 2.5 x the forward's), head dimension
 #: 128, 16K tokens, without the mask (Shah et al. 2024, Fig. 6).
 FA3_BACKWARD_FLOPS_PER_S = _ROWS["fa3-backward-hd128-16k"] * 1e12
-#: FlashAttention-2's range on an A100, as fractions of its peak: "reaching 50-73% of the
+#: FlashAttention-2's range on an A100, as fractions of its peak, "reaching 50-73% of the
 #: theoretical maximum FLOPs/s on A100" (Dao 2023, abstract). Stated, not used in pricing.
 FA2_A100_PEAK_FRACTION = (_ROWS["fa2-a100-peak-fraction-low"], _ROWS["fa2-a100-peak-fraction-high"])
 #: GPUs with measured rates (the H200 has the H100's chip and clocks).

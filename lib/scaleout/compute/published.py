@@ -246,7 +246,7 @@ def _narayanan_sec51() -> dict:
 #: (its GPUs and TFLOP/s are Table 1's 1T row, ``planner.published``).
 NARAYANAN_SEC51: dict = _narayanan_sec51()
 
-#: Narayanan et al.'s Sec. 5.6 (Figure 17, a 145B model on 128 A100s): full recomputation
+#: Narayanan et al.'s Sec. 5.6 (Figure 17, a 145B model on 128 A100s). Full recomputation
 #: costs up to ``throughput_loss`` of the throughput at small batches and, at the large
 #: batches only it makes fit, gives up to ``throughput_gain`` times the best without it.
 NARAYANAN_SEC56: dict = {v.get("quantity"): v.value for v in _rows("NARAYANAN_SEC56")}

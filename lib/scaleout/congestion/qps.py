@@ -30,8 +30,8 @@ from .. import checks
 from ..nccl.constants import CONSTANTS as _NCCL
 from ..nccl.constants import Source
 
-#: Multi-QP writes are cut into multiples of this many bytes (net_ib.cc:2041, a constant of
-#: :mod:`scaleout.nccl.constants`).
+#: Multi-QP writes are cut into multiples of this many bytes, a constant of
+#: :mod:`scaleout.nccl.constants` (``net_ib.cc`` line 2041).
 ALIGN_BYTES = _NCCL["ib_chunk_align"].value
 MAX_MESSAGES = 1 << 20
 MAX_QPS = 256

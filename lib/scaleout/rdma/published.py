@@ -101,8 +101,8 @@ def _results() -> tuple[LossResult, ...]:
 RESULTS: tuple[LossResult, ...] = _results()
 
 _IRN = {v.get("quantity"): v.value for v in data.load("rdma") if v.get("result") == "irn2018"}
-#: IRN's abstract (Mittal et al., SIGCOMM 2018), in %: without PFC it outperforms RoCE with
-#: PFC by 6 to 83 % in their simulations, at about 3 to 10 % more NIC resources.
+#: IRN's abstract (Mittal et al., SIGCOMM 2018), in percent. Without PFC it outperforms RoCE
+#: with PFC by 6 to 83 % in their simulations, at about 3 to 10 % more NIC resources.
 IRN_GAIN_OVER_PFC_PERCENT = (_IRN["gain over PFC (low)"], _IRN["gain over PFC (high)"])
 IRN_NIC_OVERHEAD_PERCENT = (
     _IRN["NIC resource overhead (low)"],

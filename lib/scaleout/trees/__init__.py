@@ -86,7 +86,7 @@ SUMMIT_SOURCE = _published.SUMMIT_SOURCE
 SUMMIT_GPUS_PER_NODE = _published.SUMMIT_GPUS_PER_NODE
 #: (GPUs, NCCL 2.4 two trees in us, NCCL 2.3 ring in us) for an 8-byte all-reduce on Summit.
 SUMMIT_ALLREDUCE_8B = _published.SUMMIT_ALLREDUCE_8B
-#: Summit's dual-rail EDR InfiniBand: NIC ports per node and Gb/s per port.
+#: Summit's dual-rail EDR InfiniBand, its NIC ports per node and Gb/s per port.
 SUMMIT_NIC_PORTS_PER_NODE = _published.SUMMIT_NIC_PORTS_PER_NODE
 SUMMIT_NIC_GBIT_PER_S = _published.SUMMIT_NIC_GBIT_PER_S
 #: The blog's "up to 180x improvement at 24k GPUs".

@@ -41,7 +41,7 @@ SUMMIT_GPUS_PER_NODE = _summit_rows()[0]
 SUMMIT_ALLREDUCE_8B = _summit_rows()[1]
 
 _SUMMIT = {v.get("quantity"): v.value for v in data.load("trees") if v.get("system") == "Summit"}
-#: Summit's network per node: dual-rail EDR InfiniBand, 2 ports of 100 Gb/s.
+#: Summit's network per node, dual-rail EDR InfiniBand with 2 ports of 100 Gb/s.
 SUMMIT_NIC_PORTS_PER_NODE = int(_SUMMIT["nic_ports_per_node"])
 SUMMIT_NIC_GBIT_PER_S = _SUMMIT["nic_port_speed"]
 #: The blog's "up to 180x improvement at 24k GPUs" (trees over rings, 8-byte all-reduce).
