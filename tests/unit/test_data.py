@@ -418,3 +418,9 @@ def test_compute_and_tensor_parallel_builders_read_the_file(tmp_path, monkeypatc
         monkeypatch.undo()
         data._load.cache_clear()
     assert CP._table4()[0].forward_ms == 7.7 and CP.KORTHIKANTI_TABLE4[0].forward_ms == 7.7
+
+
+def test_the_loaders_docstring_names_every_file():
+    """The package docstring says what reads each file: every file is named there."""
+    missing = [name for name in data.FILES if f"``{name}.csv``" not in data.__doc__]
+    assert not missing, f"name these files in scaleout.data's docstring: {missing}"

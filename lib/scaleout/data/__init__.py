@@ -18,7 +18,11 @@ names them). The files, and what reads them:
 * ``compute.csv``, ``tensor_parallel.csv``, ``pipeline.csv``, ``zero.csv``, ``moe.csv``,
   ``context_parallel.csv``, ``nccl.csv``, ``rdma.csv``, ``congestion.csv``, ``failures.csv``:
   the ``published`` module of the chapter's package (``scaleout.<name>.published``, or
-  ``scaleout.pipeline_published`` and ``scaleout.zero_published``).
+  ``scaleout.pipeline_published`` and ``scaleout.zero_published``);
+* ``trees.csv``: the Summit measurements of :mod:`scaleout.trees`;
+* ``planner_runs.csv``, ``planner_figures.csv``, ``planner_models.csv``:
+  :mod:`scaleout.planner.published`;
+* ``deepspeed.csv``: DeepSpeed's ZeRO defaults in :mod:`scaleout.deepspeed_zero3`.
 
 ``kind`` says how the number was obtained: ``measured`` (a measurement the source
 reports), ``read-off`` (read from a figure, with its reading uncertainty), ``stated`` (a
