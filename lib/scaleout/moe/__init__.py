@@ -42,8 +42,6 @@ from .cost import (
     two_hop_time,
 )
 from .deepep import (
-    LL_HEADER_BYTES,
-    LL_MASKED_DRAWS,
     TEST_EXPERTS,
     LowLatencyPrice,
     NormalPrice,
@@ -83,6 +81,8 @@ from .published import (
     DEEPSEEK_V3_TRAINING,
     FP8_SCALE_BYTES_PER_ELEMENT,
     H800_NETWORK,
+    LL_HEADER_BYTES,
+    LL_MASKED_DRAWS,
     MIXTRAL_8X7B,
     MODELS,
     PUBLISHED_COUNTS,

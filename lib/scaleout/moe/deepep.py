@@ -44,16 +44,15 @@ import numpy as np
 
 from .. import checks
 from .cost import AllToAllTime, Network, alltoall_seconds, as_network, two_hop_time
-from .published import FP8_SCALE_BYTES_PER_ELEMENT, H800_NETWORK, AllToAllMeasurement
-from .published import LL_HEADER_BYTES as _LL_HEADER_BYTES
-from .published import LL_MASKED_DRAWS as _LL_MASKED_DRAWS
+from .published import (
+    FP8_SCALE_BYTES_PER_ELEMENT,
+    H800_NETWORK,
+    LL_HEADER_BYTES,
+    LL_MASKED_DRAWS,
+    AllToAllMeasurement,
+)
 from .routing import route
 
-#: Bytes of the header of each low-latency FP8 message (``num_fp8_bytes`` in
-#: ``tests/test_low_latency.py``: ``hidden + hidden / 128 * 4 + 16``), and the random
-#: selections the test masks per rank (``for i in range(10)``): rows of moe.csv.
-LL_HEADER_BYTES = _LL_HEADER_BYTES
-LL_MASKED_DRAWS = _LL_MASKED_DRAWS
 #: Routed experts in the normal kernels' tests (``(256 // num_ranks) * num_ranks``).
 TEST_EXPERTS = 256
 
