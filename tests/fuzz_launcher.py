@@ -68,6 +68,42 @@ print("start", flush=True)
 run(rank_fn, 3, args=(marker_dir,), timeout=120, show_output=False)
 """
 
+# A caller that SIGKILLs itself at one step of run()'s start: "popen", as it starts its first
+# subprocess (the watcher); "create", right after it first creates anything in its TMPDIR
+# (a directory or a file; Python's first tempfile.gettempdir() writes and deletes a probe
+# file there). Forked ranks inherit the hooks but only the caller's pid fires them.
+KILLED_AT = r"""
+import os, signal, subprocess, sys
+import torch.distributed
+from scaleout.dist import run
+
+step, me, tmp = sys.argv[1], os.getpid(), os.path.realpath(os.environ["TMPDIR"])
+
+def die():
+    if os.getpid() == me:
+        os.kill(me, signal.SIGKILL)
+
+def creating(real):
+    def hooked(path, *args, **kwargs):
+        made = real(path, *args, **kwargs)
+        if os.path.dirname(os.path.realpath(os.fsdecode(path))) == tmp:
+            die()
+        return made
+    return hooked
+
+if step == "popen":
+    real_init = subprocess.Popen.__init__
+    def popen(self, *args, **kwargs):
+        die()
+        real_init(self, *args, **kwargs)
+    subprocess.Popen.__init__ = popen
+else:
+    os.open, os.mkdir = creating(os.open), creating(os.mkdir)
+print("start", flush=True)
+run(lambda rank, world_size: None, 2, timeout=60, show_output=False)
+print("not killed", flush=True)
+"""
+
 
 def _env(marker: str, tmpdir: str) -> dict:
     env = dict(os.environ, SCALEOUT_LAUNCHER_MARK=marker, TMPDIR=tmpdir, OMP_NUM_THREADS="1")
@@ -183,6 +219,27 @@ def killed(sig: int, delay: float | None) -> tuple[str, str]:
         return name, "ok"
 
 
+def killed_at(step: str) -> tuple[str, str]:
+    """A caller that SIGKILLs itself at ``step`` of the launch's start (see ``KILLED_AT``).
+    Outcome: what was left behind, or that the step never came."""
+    marker = uuid.uuid4().hex
+    with tempfile.TemporaryDirectory() as tmpdir:
+        proc = subprocess.run(
+            [sys.executable, "-c", KILLED_AT, step],
+            env=_env(marker, tmpdir),
+            capture_output=True,
+            text=True,
+            timeout=120,
+        )
+        procs, files = _settled(marker, tmpdir)
+        _cleanup(procs)
+        if proc.returncode != -signal.SIGKILL:
+            return f"sigkill@{step}", f"not killed (rc {proc.returncode}): {proc.stderr[-300:]}"
+        if procs or files:
+            return f"sigkill@{step}", f"left {len(procs)} processes and files {files}"
+        return f"sigkill@{step}", "ok"
+
+
 def suite(quick: bool = False) -> Counter:
     """Every scenario; ``Counter`` of outcomes (``ok`` or what went wrong)."""
     offsets = [round(0.004 * i, 3) for i in range(16)] + [0.1, 0.3, 1.0]
@@ -193,6 +250,7 @@ def suite(quick: bool = False) -> Counter:
     for sig in (signal.SIGKILL, signal.SIGTERM):
         for delay in delays if sig == signal.SIGKILL or not quick else [None]:
             results.append(killed(sig, delay))
+    results += [killed_at(step) for step in ("popen", "create")]
     return results
 
 

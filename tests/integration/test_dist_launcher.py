@@ -32,3 +32,12 @@ def test_a_sigkilled_caller_leaves_no_process_and_no_directory(delay):
 
 def test_a_sigtermed_caller_leaves_no_process_and_no_directory():
     assert fuzz_launcher.killed(signal.SIGTERM, None)[1] == "ok"
+
+
+@pytest.mark.parametrize("step", ["popen", "create"])
+def test_a_caller_killed_as_the_launch_starts_leaves_nothing(step):
+    # Deterministic versions of the race a delay of 0 hits now and then: killed as the
+    # watcher is started, or right after the first thing is created in TMPDIR (once this was
+    # the probe file of Python's first tempfile.gettempdir(), or the launch directory before
+    # any watcher knew it).
+    assert fuzz_launcher.killed_at(step)[1] == "ok"

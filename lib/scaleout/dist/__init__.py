@@ -46,7 +46,10 @@ either. The ranks ask the kernel for SIGKILL when their parent dies (``PR_SET_PD
 and each launch starts a small watcher process (a fresh interpreter in its own session,
 told each rank's pid) that notices the caller's death within a tenth of a second, SIGKILLs
 every rank's process group (so what the ranks started dies too) and removes the temporary
-directory. On a normal return the caller has done all that itself and stops the watcher.
+directory. The watcher starts before that directory exists and is given its name, and the
+launch makes it with ``os.mkdir``, not ``tempfile`` (whose first use in a process writes and
+deletes a probe file): a caller killed at any instant of the start leaves no file either.
+On a normal return the caller has done all that itself and stops the watcher.
 
 A nested launch -- ``run`` called inside a rank -- is rejected up front with a
 ``RuntimeError``: the rank already holds torch's default process group, which a forked

@@ -8,8 +8,10 @@ from __future__ import annotations
 
 import ctypes
 import os
+import secrets
 import signal
 import sys
+import tempfile
 import threading
 
 _WATCH_POLL_S = 0.05  # how often the watcher checks that the caller lives
@@ -20,12 +22,13 @@ _SAVED_SIGINT = None  # the caller's SIGINT handler while the launcher holds SIG
 # rank pids, one a line, from stdin; "done" means the caller cleaned up itself. If instead
 # the caller dies (its parent pid changes) or stdin closes first, it SIGKILLs every rank and
 # every rank's process group a few times over (a process forking at that moment), then
-# removes the launch's temporary directory.
+# removes the launch's temporary directory: every path it was given, since the caller names
+# the directory before it makes it, in the first candidate folder that takes it.
 _WATCHER_SOURCE = r"""
 import os, select, shutil, signal, sys, time
 for sig in (signal.SIGINT, signal.SIGHUP, signal.SIGTERM):
     signal.signal(sig, signal.SIG_IGN)
-caller, tmp, poll = int(sys.argv[1]), sys.argv[2], float(sys.argv[3])
+caller, poll, paths = int(sys.argv[1]), float(sys.argv[2]), sys.argv[3:]
 pids, buf = set(), b""
 while os.getppid() == caller:
     if not select.select([0], [], [], poll)[0]:
@@ -47,8 +50,46 @@ for _ in range(4):
             except OSError:
                 pass
     time.sleep(poll)
-shutil.rmtree(tmp, ignore_errors=True)
+for path in paths:
+    shutil.rmtree(path, ignore_errors=True)
 """
+
+
+def _private_dir_paths() -> list[str]:
+    """Where a launch's temporary directory may go, in order: a fresh name (pid and 96
+    random bits) in each folder :func:`tempfile.gettempdir` would consider (or in
+    ``tempfile.tempdir`` where the caller set it).
+
+    Not ``tempfile.mkdtemp``: the first ``gettempdir`` of a process probes each folder with
+    a file it writes and deletes, which a SIGKILL in between leaves behind, and the
+    directory must not exist before the watcher knows its name."""
+    if tempfile.tempdir is not None:
+        folders = [os.fsdecode(tempfile.tempdir)]
+    else:
+        folders = [os.environ.get(v) for v in ("TMPDIR", "TEMP", "TMP")]
+        folders += ["/tmp", "/var/tmp", "/usr/tmp"]
+        try:
+            folders.append(os.getcwd())
+        except OSError:
+            pass
+    name = f"scaleout-run-{os.getpid()}-{secrets.token_hex(12)}"
+    paths = []
+    for folder in folders:
+        if folder and os.path.join(os.path.abspath(folder), name) not in paths:
+            paths.append(os.path.join(os.path.abspath(folder), name))
+    return paths
+
+
+def _make_private_dir(paths: list[str]) -> str:
+    """Make the first of ``paths`` that can be made (mode 0700); its path."""
+    for path in paths:
+        try:
+            os.mkdir(path, 0o700)
+            return path
+        except OSError:
+            continue
+    folders = [os.path.dirname(p) for p in paths]
+    raise FileNotFoundError(f"scaleout.dist.run found no usable temporary folder in {folders}")
 
 
 class _HoldInterrupts:
@@ -103,7 +144,7 @@ def _restore_interrupts_in_rank():
 class _Watcher:
     """The process that cleans up after a caller that was killed (see the module docstring)."""
 
-    def __init__(self, tmp):
+    def __init__(self, paths):
         import subprocess
 
         self.proc = subprocess.Popen(
@@ -114,8 +155,8 @@ class _Watcher:
                 "-c",
                 _WATCHER_SOURCE,
                 str(os.getpid()),
-                tmp,
                 str(_WATCH_POLL_S),
+                *paths,
             ],
             stdin=subprocess.PIPE,
             stdout=subprocess.DEVNULL,
@@ -125,13 +166,14 @@ class _Watcher:
         self.fd = self.proc.stdin.fileno()
 
     @classmethod
-    def start(cls, tmp):
-        """A watcher, or None where no interpreter can be started (an embedded Python
-        without ``sys.executable``): the ranks' PR_SET_PDEATHSIG still applies."""
+    def start(cls, paths):
+        """A watcher that removes ``paths`` after a killed caller, or None where no
+        interpreter can be started (an embedded Python without ``sys.executable``): the
+        ranks' PR_SET_PDEATHSIG still applies."""
         if not sys.executable:
             return None
         try:
-            return cls(tmp)
+            return cls(paths)
         except OSError:
             return None
 

@@ -14,7 +14,6 @@ import pickle
 import shutil
 import signal
 import sys
-import tempfile
 import threading
 import time
 import traceback
@@ -26,6 +25,8 @@ from .guard import (
     _HoldInterrupts,
     _kill_all,
     _kill_group,
+    _make_private_dir,
+    _private_dir_paths,
     _restore_interrupts_in_rank,
     _set_parent_death_signal,
     _Watcher,
@@ -320,8 +321,9 @@ def run(
     tmp, watcher, procs = None, None, []
     try:
         with _HoldInterrupts():  # a Ctrl-C during a fork would be lost in an at-fork hook
-            tmp = tempfile.mkdtemp(prefix="scaleout-run-")
-            watcher = _Watcher.start(tmp)
+            paths = _private_dir_paths()
+            watcher = _Watcher.start(paths)  # before the directory exists: see guard
+            tmp = _make_private_dir(paths)
             ctx = mp.get_context("fork")
             for rank in range(nprocs):
                 wfd = watcher.fd if watcher else None
