@@ -112,20 +112,22 @@ def _qi_setup(model):
             _stated("qi2024", "layers", model=model), ms)  # fmt: skip
 
 
-# Qi et al.: model -> (p, b, layers, micro-batch counts); Table 3 (the counts: Table 4's).
-_QI_SETUP = {model: _qi_setup(model) for model in _models("qi2024")}
+#: Qi et al.'s setups, model -> (pipeline stages p, micro-batch size b, layers, micro-batch
+#: counts), their Table 3 (the counts are Table 4's); one GPU a stage.
+QI_SETUP = {model: _qi_setup(model) for model in _models("qi2024")}
 # Table 4, samples per GPU per second, one value per micro-batch count.
 _QI_MEASURED = {
     model: {s: tuple(v.value for v in _rows_of("qi2024", "throughput", model=model, schedule=s))
             for s in dict.fromkeys(v.get("schedule")
                                    for v in _rows_of("qi2024", "throughput", model=model))}
-    for model in _QI_SETUP
+    for model in QI_SETUP
 }  # fmt: skip
-# Table 9: (T_F, T_B, T_W, T_comm) in ms, one tuple per micro-batch count.
-_QI_PROFILE = {
+#: Qi et al.'s Table 9, model -> one (T_F, T_B, T_W, T_comm) in ms per micro-batch count of
+#: :data:`QI_SETUP`.
+QI_PROFILE = {
     model: tuple(tuple(_one("qi2024", q, model=model, m=m).value for q in _QI_TIMES)
                  for m in ms)
-    for model, (_, _, _, ms) in _QI_SETUP.items()
+    for model, (_, _, _, ms) in QI_SETUP.items()
 }  # fmt: skip
 # SC21 Figure 12: batch size -> (non-interleaved, interleaved) TFLOP/s per GPU, read off.
 _FIG12 = {
@@ -133,13 +135,19 @@ _FIG12 = {
                   for s in ("non-interleaved", "interleaved"))
     for B in dict.fromkeys(v.get("batch") for v in _rows_of("sc21-fig12", "throughput"))
 }  # fmt: skip
-# Its setup (run_figure_12.sh): stages, micro-batch size and chunks per stage v (the
-# interleaved runs hold 2 of a stage's 96 / 12 = 8 layers per chunk).
-_FIG12_P = _stated("sc21-fig12", "pipeline stages")
-_FIG12_B = _stated("sc21-fig12", "micro-batch size")
-_FIG12_T = _stated("sc21-fig12", "tensor-parallel size")  # not simulated: t p = 96 GPUs
-_FIG12_V = (_stated("sc21-fig12", "layers") // _FIG12_P
-            // _stated("sc21-fig12", "layers per virtual stage"))  # fmt: skip
+#: SC21 Figure 12's setup in run_figure_12.sh, pipeline stages ``p``, micro-batch size ``b``,
+#: chunks per stage ``v`` (the interleaved runs hold 2 of a stage's 96 / 12 = 8 layers per
+#: chunk), the tensor-parallel size ``t`` (not simulated: t p = 96 GPUs) and the global
+#: ``batches`` the figure reads.
+FIG12_SETUP = dict(
+    p=_stated("sc21-fig12", "pipeline stages"),
+    b=_stated("sc21-fig12", "micro-batch size"),
+    v=_stated("sc21-fig12", "layers")
+    // _stated("sc21-fig12", "pipeline stages")
+    // _stated("sc21-fig12", "layers per virtual stage"),
+    t=_stated("sc21-fig12", "tensor-parallel size"),
+    batches=tuple(_FIG12),
+)
 # GPipe Table 2: model -> {(K, M): normalised throughput}.
 _GPIPE = {model: {(int(v.get("p")), int(v.get("m"))): v.value
                   for v in _rows_of("gpipe", "normalised throughput", model=model)}
@@ -172,6 +180,8 @@ FIG16_SETUP = dict(n_layers=_FIG16_MODEL["layers"],
 FIG7_LAYER = C.Layer(hidden=_stated("sc21-fig7", "hidden size"),
                      heads=_stated("sc21-fig7", "attention heads"),
                      seq=_stated("sc21", "sequence length"))  # fmt: skip
+#: The layers of Figure 7's 1B model (its caption).
+FIG7_LAYERS = _stated("sc21-fig7", "layers")
 
 
 @dataclass(frozen=True)
@@ -212,9 +222,9 @@ def qi2024_rows() -> tuple[Row, ...]:
     """Qi et al.'s Table 4 against the simulator fed with their Table 9: samples per GPU
     per second, m b / (step p), for each model, micro-batch count and schedule."""
     rows = []
-    for model, (p, b, layers, ms) in _QI_SETUP.items():
+    for model, (p, b, layers, ms) in QI_SETUP.items():
         for i, m in enumerate(ms):
-            t_f, t_bb, t_ww, t_comm = _QI_PROFILE[model][i]
+            t_f, t_bb, t_ww, t_comm = QI_PROFILE[model][i]
             for sched, values in _QI_MEASURED[model].items():
                 sim, v = SIMULATED[sched], (layers + 2) // p if sched == "1F1B-I" else 1
                 ms_step = step_ms(sim, p, m, t_f, t_bb + t_ww, t_ww, t_comm, v)
@@ -246,8 +256,9 @@ def sc21_interleaving_rows() -> tuple[Row, ...]:
     """SC21 Figure 12: each point's TFLOP/s per GPU relative to the non-interleaved run at
     B = 12 (the reference, left out), predicted as the simulated speed (B / step) over the
     reference's. A throughput ratio at fixed FLOPs per sample is a speed ratio."""
-    p, v, t_f, t_b = _FIG12_P, _FIG12_V, 1.0, 3.0  # full recomputation: t_b = 2 t_f + t_f
-    speed = {(B, s): B / step_ms(s, p, B // _FIG12_B, t_f, t_b, v=v if s == "interleaved" else 1)
+    # full recomputation: t_b = 2 t_f + t_f
+    p, b, v, t_f, t_b = FIG12_SETUP["p"], FIG12_SETUP["b"], FIG12_SETUP["v"], 1.0, 3.0
+    speed = {(B, s): B / step_ms(s, p, B // b, t_f, t_b, v=v if s == "interleaved" else 1)
              for B in _FIG12 for s in ("1f1b", "interleaved")}  # fmt: skip
     rows = []
     for B, values in _FIG12.items():

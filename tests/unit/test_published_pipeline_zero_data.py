@@ -26,7 +26,7 @@ def test_qi_records_are_the_csv_rows_in_order():
         assert r.measured == v.value and r.schedule == v.get("schedule")
         assert r.setting == f"{v.get('model')}, p = {v.get('p')}, m = {v.get('m')}"
         assert v.kind == "measured" and v.source == "qi2024zerobubble"
-    for model, (p, b, layers, ms) in PP._QI_SETUP.items():
+    for model, (p, b, layers, ms) in PP.QI_SETUP.items():
         for q, x in (("pipeline stages", p), ("micro-batch size", b), ("layers", layers)):
             (row,) = [v for v in rows("pipeline", "qi2024", q) if v.get("model") == model]
             assert x == row.value and type(x) is int
@@ -37,7 +37,7 @@ def test_qi_records_are_the_csv_rows_in_order():
                 for v in rows("pipeline", "qi2024", q)
                 if (v.get("model"), v.get("m")) == (model, str(m))
             ]
-            assert list(PP._QI_PROFILE[model][i]) == profile
+            assert list(PP.QI_PROFILE[model][i]) == profile
 
 
 def test_qi_claimed_gains_are_the_abstract_rows():
@@ -75,9 +75,12 @@ def test_figure_and_table_records_match_the_csv():
     }
     # the setups the sources state
     assert (PP.FIG16_LAYER.hidden, PP.FIG16_LAYER.heads, PP.FIG16_SETUP["p"]) == (15360, 128, 8)
-    assert (PP._FIG12_P, PP._FIG12_V, PP._FIG12_B) == (12, 4, 1)
+    assert (PP.FIG12_SETUP["p"], PP.FIG12_SETUP["v"], PP.FIG12_SETUP["b"]) == (12, 4, 1)
     (t_row,) = rows("pipeline", "sc21-fig12", "tensor-parallel size")
-    assert PP._FIG12_T == t_row.value == 8 and type(PP._FIG12_T) is int
+    assert PP.FIG12_SETUP["t"] == t_row.value == 8 and type(PP.FIG12_SETUP["t"]) is int
+    assert PP.FIG12_SETUP["batches"] == tuple(PP._FIG12) == (12, 24, 36, 48, 60)
+    (layers,) = rows("pipeline", "sc21-fig7", "layers")
+    assert PP.FIG7_LAYERS == layers.value == 4 and type(PP.FIG7_LAYERS) is int
 
 
 def test_zero3_runs_are_the_csv_rows_in_order():
