@@ -1,8 +1,9 @@
 """The launcher suite of the fuzz: ``scaleout.dist.run`` interrupted and killed at many moments.
 
 Each scenario runs a *caller* -- a fresh Python process that calls ``dist.run`` -- and
-disturbs it: SIGINT at a range of offsets (the fork of the ranks included), or SIGKILL /
-SIGTERM of the caller while its ranks (and processes they started) run. Every process of a
+disturbs it: SIGINT at a range of offsets (the fork of the ranks included), SIGKILL /
+SIGTERM of the caller while its ranks (and processes they started) run, or a SIGKILL the
+caller sends itself at a fixed step of the launch's start (``killed_at``). Every process of a
 scenario carries a marker in its environment, so what it leaves behind is found by reading
 ``/proc/*/environ``; the caller's ``TMPDIR`` is a fresh directory, so a temporary directory
 left behind is seen too.

@@ -73,11 +73,7 @@ def _private_dir_paths() -> list[str]:
         except OSError:
             pass
     name = f"scaleout-run-{os.getpid()}-{secrets.token_hex(12)}"
-    paths = []
-    for folder in folders:
-        if folder and os.path.join(os.path.abspath(folder), name) not in paths:
-            paths.append(os.path.join(os.path.abspath(folder), name))
-    return paths
+    return list(dict.fromkeys(os.path.join(os.path.abspath(f), name) for f in folders if f))
 
 
 def _make_private_dir(paths: list[str]) -> str:
